@@ -1,0 +1,5 @@
+import sys
+
+from dynamo_lens.cli import main
+
+sys.exit(main())

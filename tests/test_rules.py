@@ -1,0 +1,30 @@
+"""Every catalogue entry is complete: headings, code/module naming, a docs link (ruff's generate_docs check)."""
+
+import pytest
+
+from dynamo_lens.cli import main
+from dynamo_lens.rules import DOC_HEADINGS, Rule, all_rules
+
+RULES = list(all_rules().values())
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])
+def test_rule_documents_every_heading(rule: Rule) -> None:
+    positions = [rule.explanation.find(h) for h in DOC_HEADINGS]
+    missing = [h for h, p in zip(DOC_HEADINGS, positions, strict=True) if p < 0]
+    assert not missing, f"{rule.code} lacks {missing}"
+    assert positions == sorted(positions), f"{rule.code}: headings out of order"
+    assert rule.explanation.startswith(f"{rule.code} · {rule.name}")
+    assert rule.docs_url.startswith("https://")
+    assert rule.summary and "\n" not in rule.summary
+
+
+def test_explain_prints_the_docstring(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "dl101"]) == 0
+    out = capsys.readouterr().out
+    assert "## What it does" in out and "DL101" in out
+
+
+def test_explain_unknown_code_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "DL999"]) == 2
+    assert "unknown code" in capsys.readouterr().err
