@@ -1,0 +1,208 @@
+"""The run report contract (``dynamo-lens.run`` v1): round trip, precise rejection, and agreement with the schema."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from dynamo_lens.runtime.report import (
+    CacheEntry,
+    FailedGuard,
+    Frame,
+    FrameRef,
+    GraphBreak,
+    Guard,
+    LimitHit,
+    Recompile,
+    ReportError,
+    RunError,
+    RunReport,
+    StackFrame,
+    Summary,
+    events_path,
+    load_report,
+    write_report,
+)
+
+
+def _schema() -> dict[str, Any]:
+    text = resources.files("dynamo_lens.runtime").joinpath("run_report.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _report() -> RunReport:
+    user = StackFrame("/w/train.py", 30, "<module>")
+    frame = FrameRef("forward", "/w/model.py", 17, frame_id=0, reset_epoch=0)
+    guard = Guard(
+        kind="EQUALS_MATCH",
+        text="self.steps == 0",
+        source="L['self'].steps",
+        path="/w/model.py",
+        line=21,
+        hint="torch.compile considers integer attributes of the nn.Module to be static.",
+        origin="/w/model.py:21",
+        code="self.steps += 1",
+    )
+    entries = (
+        CacheEntry(
+            "0/0", "ok", 0.05, 12, call_site=user, call_stack=(user,), guards_from="cache_entry", guards=(guard,)
+        ),
+        CacheEntry("0/8", "recompile_limit", fail_type="RecompileLimitExceeded", fail_reason="Dynamo recompile limit"),
+    )
+    return RunReport(
+        torch_version="2.13.0+cpu",
+        python="3.11.7",
+        argv=("train.py", "--steps", "3"),
+        exit_code=0,
+        duration_s=1.5,
+        cwd="/w",
+        ended_by="returned",
+        config={"recompile_limit": 8, "specialize_float": False},
+        frames=(Frame("forward", "/w/model.py", 17, 0, 0, False, entries),),
+        recompiles=(
+            Recompile(
+                "0/1",
+                frame,
+                (FailedGuard("0/0", "self.steps == 0", "EQUALS_MATCH", "L['self'].steps", "/w/model.py", 21, "guard"),),
+                user,
+            ),
+        ),
+        graph_breaks=(
+            GraphBreak(
+                "0/0",
+                "Unsupported Tensor.item() call",
+                gb_type="Unsupported Tensor.item() call with capture_scalar_outputs=False",
+                gb_id="GB0124",
+                hints=("Use torch._dynamo.config.capture_scalar_outputs = True",),
+                path="/w/model.py",
+                line=22,
+                frame=frame,
+                compile_ids=("0/0",),
+            ),
+        ),
+        limit_hits=(LimitHit("recompile_limit", 8, "self.steps == 7", frame, "0/8", "'forward' (/w/model.py:17)"),),
+        summary=Summary(frames=1, compiles=9, compiles_ok=8, recompiles=8, limit_hits=1, cache_misses=11),
+        sources_ok={"trace": True, "cache_entries": True},
+        missing=("guard user stacks: torch._dynamo.optimize has no guard_export_fn",),
+        error=RunError("ValueError", "boom", "/w/train.py", 31, "Traceback ..."),
+    )
+
+
+def test_round_trip_is_lossless() -> None:
+    report = _report()
+    document = report.to_json()
+    assert document["schema"] == "dynamo-lens.run"
+    assert document["version"] == 1
+    assert RunReport.from_json(json.loads(json.dumps(document))) == report
+
+
+def test_document_validates_against_the_json_schema() -> None:
+    schema = _schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(_report().to_json(), schema)
+
+
+def test_schema_names_every_field_of_every_dataclass() -> None:
+    defs = _schema()["$defs"]
+    pairs = {
+        "stack_frame": StackFrame,
+        "frame_ref": FrameRef,
+        "guard": Guard,
+        "cache_entry": CacheEntry,
+        "frame": Frame,
+        "failed_guard": FailedGuard,
+        "recompile": Recompile,
+        "graph_break": GraphBreak,
+        "limit_hit": LimitHit,
+        "error": RunError,
+        "summary": Summary,
+    }
+    for name, cls in pairs.items():
+        fields = {f.name for f in dataclasses.fields(cls)}
+        assert set(defs[name]["properties"]) == fields, name
+    top = {f.name for f in dataclasses.fields(RunReport)} | {"schema", "version"}
+    assert set(_schema()["properties"]) == top
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.update(schema="dynamo-lens.findings"), "not a dynamo-lens.run document"),
+        (lambda d: d.update(version=2), "unsupported dynamo-lens.run version 2"),
+        (lambda d: d.update(version="1"), "version: expected a positive integer"),
+        (lambda d: d.pop("python"), "python: required field is missing"),
+        (lambda d: d.update(argv="train.py"), "argv: expected a list"),
+        (lambda d: d.update(exit_code=True), "exit_code: expected an integer or null"),
+        (lambda d: d["frames"][0].update(line=0), "frames[0].line: lines are 1-based, got 0"),
+        (
+            lambda d: d["frames"][0]["cache_entries"][0]["guards"][0].update(line="21"),
+            "frames[0].cache_entries[0].guards[0].line: expected an integer",
+        ),
+        (
+            lambda d: d["frames"][0]["cache_entries"][1].update(status="maybe"),
+            "frames[0].cache_entries[1].status: expected one of ok, skipped, recompile_limit, failed",
+        ),
+        (lambda d: d["recompiles"][0].pop("frame"), "recompiles[0].frame: expected an object, got None"),
+        (lambda d: d["graph_breaks"][0].update(hints=[1]), "graph_breaks[0].hints[0]: expected a string"),
+        (lambda d: d["limit_hits"][0].update(limit="cache_size"), "limit_hits[0].limit: expected one of"),
+        (lambda d: d["config"].update(x=[1]), "config.x: expected a JSON scalar"),
+        (lambda d: d.update(sources_ok={"trace": "yes"}), "sources_ok.trace: expected true or false"),
+        (lambda d: d.update(findings=[{"code": "DL501"}]), "findings[0]: invalid finding"),
+        (lambda d: d.update(frames={}), "frames: expected a list"),
+    ],
+)
+def test_malformed_documents_name_the_field(mutate: Any, message: str) -> None:
+    document = copy.deepcopy(_report().to_json())
+    mutate(document)
+    with pytest.raises(ReportError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        RunReport.from_json(document)
+
+
+def test_minimal_document_gets_defaults() -> None:
+    report = RunReport.from_json(
+        {"schema": "dynamo-lens.run", "version": 1, "python": "3.10.0", "argv": ["x.py"], "exit_code": None}
+    )
+    assert report.frames == ()
+    assert report.complete is True
+    assert report.ended_by == "unknown"
+    assert report.summary == Summary()
+
+
+def test_frame_lookup_by_ref_respects_reset_epochs() -> None:
+    first = Frame("f", "/w/a.py", 3, frame_id=0, reset_epoch=0)
+    second = Frame("f", "/w/a.py", 3, frame_id=0, reset_epoch=1)
+    report = dataclasses.replace(_report(), frames=(first, second))
+    assert report.frame(FrameRef("f", "/w/a.py", 3, 0, 1)) is second
+    assert report.frame(FrameRef("f", "/w/a.py", 3, 0, 2)) is None
+
+
+def test_files_are_written_atomically_and_read_back(tmp_path: Path) -> None:
+    target = tmp_path / "run.json"
+    write_report(_report(), target)
+    assert load_report(target) == _report()
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+    assert events_path(target) == tmp_path / "run.json.events.jsonl"
+
+
+def test_unreadable_files_raise_report_errors(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="cannot read run report"):
+        load_report(tmp_path / "absent.json")
+    (tmp_path / "bad.json").write_text("{", encoding="utf-8")
+    with pytest.raises(ReportError, match="is not JSON"):
+        load_report(tmp_path / "bad.json")
+
+
+def test_loading_reports_does_not_import_torch() -> None:
+    code = "import sys, dynamo_lens.runtime.report; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
