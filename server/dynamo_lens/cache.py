@@ -1,0 +1,91 @@
+"""The per-file analysis cache: results of the per-file pass, keyed by the file's path and content hash.
+
+Entries live under the user cache directory (``$XDG_CACHE_HOME/dynamo-lens``, else ``~/.cache/dynamo-lens``), in a
+namespace that changes with the package version, the Python version and the package's own source files (so an
+edited analyzer never serves stale results). One small pickle per entry, written atomically; an entry that cannot
+be read or unpickled is treated as absent. The cache holds only data this package wrote into the user's own
+cache directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import dynamo_lens
+
+CACHE_DIR_NAME = "dynamo-lens"
+
+
+def user_cache_root() -> Path:
+    """``$XDG_CACHE_HOME/dynamo-lens`` when that variable is set to an absolute path, else ``~/.cache/dynamo-lens``."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / CACHE_DIR_NAME
+
+
+class AnalysisCache:
+    """Content-addressed storage of per-file results; every operation fails soft."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        """The namespace directory holding the entries."""
+
+    @classmethod
+    def in_root(cls, root: Path | None = None) -> AnalysisCache:
+        """The cache for this build of the package under ``root`` (default: :func:`user_cache_root`)."""
+        return cls((root if root is not None else user_cache_root()) / _namespace())
+
+    def key(self, path: str, data: bytes) -> str:
+        """The entry name for ``path`` holding ``data`` (the path matters: results carry it in their spans)."""
+        digest = hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=20)
+        digest.update(b"\0")
+        digest.update(data)
+        return digest.hexdigest()
+
+    def load(self, key: str) -> object | None:
+        """The stored value, or None when absent or unreadable."""
+        try:
+            with open(self._entry(key), "rb") as handle:
+                value: object = pickle.load(handle)
+                return value
+        except FileNotFoundError:
+            return None
+        except Exception:  # a corrupt or foreign entry is a miss, never an error
+            return None
+
+    def store(self, key: str, value: object) -> None:
+        """Write ``value`` atomically; failures (read-only disk, full disk) are ignored."""
+        target = self._entry(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            try:
+                with os.fdopen(handle, "wb") as out:
+                    pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(temporary, target)
+            except BaseException:
+                os.unlink(temporary)
+                raise
+        except (OSError, pickle.PicklingError):
+            return
+
+    def _entry(self, key: str) -> Path:
+        return self.directory / key[:2] / key[2:]
+
+
+@cache
+def _namespace() -> str:
+    """Changes whenever anything that shapes a cached result may have changed."""
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(f"{dynamo_lens.__version__}\0{sys.version_info[:2]}\0".encode())
+    package_dir = Path(dynamo_lens.__file__).parent
+    for source in sorted(package_dir.rglob("*.py")):
+        info = source.stat()
+        digest.update(f"{source.relative_to(package_dir)}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+    return f"v{dynamo_lens.__version__}-{digest.hexdigest()}"
