@@ -1,0 +1,55 @@
+"""DL401 · hook-added-after-compile
+
+## What it does
+Flags `register_forward_hook`, `register_forward_pre_hook`, `register_full_backward_hook` and
+`register_full_backward_pre_hook` on a submodule of a compiled module (`model.layer.register_forward_hook(...)`),
+or on a module that a compiled function calls, after the compiled code has already run.
+
+## Why it matters
+Dynamo does not guard hook dictionaries that were empty when it compiled
+(`torch._dynamo.config.skip_nnmodule_hook_guards = True`, documented as unsafe). A hook added afterwards to a
+module whose call was traced into the graph is never seen: no recompile, the hook does not run, and the output
+silently differs from eager. Measured on torch 2.13 (`backend="eager"`): a forward hook, a forward pre-hook and a
+full backward hook added to a submodule after the first call fired **0 times** over the next calls and their effect
+on the output was missing; a hook added to a module called inside a compiled function likewise. Hooks registered
+before the first call fired on every call. Adding a hook to the top-level module that `torch.compile(model)` wraps
+was noticed (one recompile, the hook ran), and so was adding a second hook to a module that already had one: those
+cases are not reported.
+
+## Example
+```python
+compiled = torch.compile(model)
+compiled(x)
+model.encoder.register_forward_hook(save_activation)    # DL401: never called by the compiled code
+compiled(x)
+```
+
+## Use instead
+Register hooks before the first call of the compiled module, or call `torch._dynamo.reset()` after registering them
+(one new compile), or set `torch._dynamo.config.skip_nnmodule_hook_guards = False` (more guards on every call).
+
+## Known limitations
+"After the compiled code has run" is decided by statement order within one function: a call of the compiled module
+or function earlier in the same function, or an enclosing loop that calls it. Hooks registered through helper
+functions in other files are not followed.
+
+## Fix safety
+No automatic fix: moving a hook registration changes which calls it observes.
+
+## References
+- `torch/_dynamo/config.py`: `skip_nnmodule_hook_guards`
+- PyTorch, "torch.compile and nn.Module hooks": https://docs.pytorch.org/docs/stable/torch.compiler_nn_module.html
+"""
+
+from dynamo_lens.model import Severity
+from dynamo_lens.rules import Rule
+
+RULE = Rule(
+    code="DL401",
+    name="hook-added-after-compile",
+    summary="A module hook is registered after the compiled code ran: compiled calls silently ignore it",
+    default_severity=Severity.WARNING,
+    source="static",
+    docs_url="https://docs.pytorch.org/docs/stable/torch.compiler_nn_module.html",
+    fix_title="Register the hook before the first compiled call",
+)
