@@ -1,0 +1,197 @@
+"""The static findings agree with what torch 2.13 really does.
+
+Every case runs a fixture under real ``torch.compile(..., backend="eager")`` (all cases in one subprocess, see
+``torch_probe.py``) and checks both sides against each other:
+
+* torch: the recompiles (failing guard's user line) or graph breaks happen exactly at the lines the fixture marks with
+  ``# DLNNN``, with the expected number of compiles, limit hit and graph-break registry ids; a ``QUIET`` fixture
+  neither recompiles nor breaks;
+* static: ``summarize`` + ``link`` report the code at exactly those lines (and nothing for a ``QUIET`` fixture).
+
+To add a case: write a runnable fixture (``backend="eager"``, a dozen calls at most, no output needed), mark the
+flagged lines, and add one ``Case`` line to ``CASES``. Add your code to ``VERIFIED_CODES`` once all of its fixtures
+have a case.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
+PROBE = Path(__file__).with_name("torch_probe.py")
+MARK = re.compile(r"#\s*(DL\d{3}(?::\d+)?(?:\s*,\s*DL\d{3}(?::\d+)?)*)\s*$")
+RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit on 2.13
+
+# Codes whose every fixture file must appear in CASES (so no claim about torch goes unmeasured).
+VERIFIED_CODES = ("DL204", "DL205", "DL301", "DL302")
+
+
+class Expect(enum.Enum):
+    RECOMPILE = "recompile"  # the marked lines are where a failing guard was installed
+    GRAPH_BREAK = "graph_break"  # the marked lines are where the graph broke
+    QUIET = "quiet"  # no recompile and no graph break anywhere in the fixture
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    fixture: str
+    """A file under tests/fixtures/static, or ``<dir>/<script>.py`` for a multi-file case (the script is run)."""
+    code: str
+    expect: Expect
+    compiles: int | None = None
+    """Compiles of the busiest non-resume frame (8 = stopped by recompile_limit)."""
+    limit_hit: bool = False
+    gb_ids: frozenset[str] = frozenset()
+    """Graph-break registry ids torch must report (all of them, for GRAPH_BREAK cases)."""
+
+    @property
+    def script(self) -> Path:
+        return FIXTURES / self.fixture
+
+    @property
+    def sources(self) -> list[Path]:
+        """The files the static analysis sees: the fixture, or every file of a multi-file case."""
+        if self.script.parent == FIXTURES:
+            return [self.script]
+        return sorted(self.script.parent.glob("*.py"))
+
+    def __str__(self) -> str:
+        return self.fixture
+
+
+def gb(*ids: str) -> frozenset[str]:
+    return frozenset(ids)
+
+
+CASES = (
+    # DL204 global-mutated: global ints and strings always specialise → limit hit
+    Case("DL204_global_int_loop.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case("DL204_global_setter_module.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case("DL204_global_counter_in_compiled.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case("DL204_global_str_helper.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case("DL204_cross_file/train.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case("DL204_ok_constant_global.py", "DL204", Expect.QUIET, 1),
+    Case("DL204_ok_tensor_rebound.py", "DL204", Expect.QUIET, 1),
+    Case("DL204_ok_not_read_by_compiled.py", "DL204", Expect.QUIET, 1),
+    # DL205 closure-scalar-rebound: ints become dynamic after one recompile; strings and range() bounds do not
+    Case("DL205_closure_loop_rebind.py", "DL205", Expect.RECOMPILE, 2),
+    Case("DL205_closure_nonlocal.py", "DL205", Expect.RECOMPILE, 2),
+    Case("DL205_closure_str_mode.py", "DL205", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case("DL205_closure_range_count.py", "DL205", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case("DL205_ok_constant_cell.py", "DL205", Expect.QUIET, 1),
+    Case("DL205_ok_tensor_cell.py", "DL205", Expect.QUIET, 1),
+    Case("DL205_ok_uncompiled_closure.py", "DL205", Expect.QUIET, 1),
+    # DL301 graph-break-call
+    Case("DL301_print_item.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0124")),
+    Case("DL301_logging_module.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0007", "GB0291", "GB4841")),
+    Case("DL301_helper_method.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124", "GB0109")),
+    Case("DL301_dynamic_shape_ops.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036", "GB0033", "GB4198")),
+    Case("DL301_ok_outside_compiled.py", "DL301", Expect.QUIET, 1),
+    Case("DL301_ok_traceable_calls.py", "DL301", Expect.QUIET, 1),
+    Case("DL301_ok_uncompiled_helper.py", "DL301", Expect.QUIET, 1),
+    # DL302 data-dependent-branch
+    Case("DL302_if_reduction.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
+    Case("DL302_while_in_forward.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
+    Case("DL302_ifexp_and_isnan.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
+    Case("DL302_ok_static_conditions.py", "DL302", Expect.QUIET, 1),
+    Case("DL302_ok_branchless.py", "DL302", Expect.QUIET, 1),
+    Case("DL302_ok_uncompiled.py", "DL302", Expect.QUIET, 1),
+)
+
+
+def marked_lines(case: Case) -> set[tuple[str, int]]:
+    """(path, line) of every ``# <code>`` mark in the case's files."""
+    found = set()
+    for source in case.sources:
+        for number, text in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
+            mark = MARK.search(text)
+            if mark and case.code in re.findall(r"DL\d{3}", mark.group(1)):
+                found.add((str(source), number))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What torch did while running one case, restricted to the case's own files."""
+
+    compiles: dict[str, int]
+    recompile_lines: set[tuple[str, int]]
+    graph_break_lines: set[tuple[str, int]]
+    gb_ids: set[str]
+    limit_hits: list[str]
+    error: str | None
+
+    @classmethod
+    def from_probe(cls, case: Case, data: dict[str, Any]) -> Observed:
+        own = {str(p) for p in case.sources}
+
+        def lines(events: list[dict[str, Any]]) -> Iterator[tuple[str, int]]:
+            return ((e["path"], e["line"]) for e in events if e["path"] in own)
+
+        breaks = [e for e in data["graph_breaks"] if e["path"] in own]
+        return cls(
+            compiles=data["compiles"],
+            recompile_lines=set(lines(data["recompiles"])),
+            graph_break_lines=set(lines(breaks)),
+            gb_ids={e["gb_id"] for e in breaks if e["gb_id"]},
+            limit_hits=data["limit_hits"],
+            error=data["error"],
+        )
+
+    @property
+    def max_compiles(self) -> int:
+        frames = [n for name, n in self.compiles.items() if not name.startswith("torch_dynamo_resume_in_")]
+        return max(frames, default=0)
+
+
+@pytest.fixture(scope="module")
+def observed() -> dict[str, Observed]:
+    """Runs every case once, in one subprocess (torch is imported once)."""
+    scripts = [str(case.script) for case in CASES]
+    done = subprocess.run(
+        [sys.executable, str(PROBE), *scripts], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    results: dict[str, Any] = json.loads(done.stdout)
+    return {case.fixture: Observed.from_probe(case, results[str(case.script)]) for case in CASES}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_torch_does_what_the_fixture_claims(case: Case, observed: dict[str, Observed]) -> None:
+    seen = observed[case.fixture]
+    marks = marked_lines(case)
+    assert seen.error is None, seen.error
+    if case.expect is Expect.QUIET:
+        assert not marks, "a QUIET fixture must not mark lines"
+        assert not seen.recompile_lines and not seen.graph_break_lines, seen
+    elif case.expect is Expect.RECOMPILE:
+        assert marks, "mark the lines torch recompiles on"
+        assert seen.recompile_lines == marks
+    else:
+        assert marks, "mark the lines torch breaks on"
+        assert seen.graph_break_lines == marks
+        assert seen.gb_ids == case.gb_ids
+    if case.compiles is not None:
+        assert seen.max_compiles == case.compiles, seen.compiles
+    assert bool(seen.limit_hits) == case.limit_hit, seen.limit_hits
+
+
+@pytest.mark.parametrize("code", VERIFIED_CODES)
+def test_every_fixture_of_a_verified_code_is_run_under_torch(code: str) -> None:
+    cases = [case for case in CASES if case.code == code]
+    covered = {case.script for case in cases} | {case.script.parent for case in cases}
+    fixtures = set(FIXTURES.glob(f"{code}*"))
+    assert fixtures - covered == set(), "add a Case for each fixture"
+    assert len([c for c in cases if c.expect is not Expect.QUIET]) >= 3
+    assert len([c for c in cases if c.expect is Expect.QUIET]) >= 3
