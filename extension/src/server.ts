@@ -1,0 +1,149 @@
+import type { Disposable } from "vscode";
+import {
+  ConfigurationRequest,
+  LanguageClient,
+  ResponseError,
+  RevealOutputChannelOn,
+  TransportKind,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from "vscode-languageclient/node";
+import { bootstrapScript, CLIENT_ID, CONFIG_SECTION, DISPLAY_NAME, RUN_FINISHED } from "./constants";
+import { logChannel, logger } from "./logger";
+import { chooseInterpreter, interpreterFromPythonExtension, probePython, type Interpreter } from "./python";
+import { readSettings, toServerSettings, type ServerSettings } from "./settings";
+import * as api from "./vscodeapi";
+
+/** Settings for a scope (a folder or file URI, or the window), resolved the way the server must see them. */
+function serverSettings(interpreter: Interpreter, scopeUri?: string): ServerSettings {
+  const scope = scopeUri ? api.parseUri(scopeUri) : api.getWorkspaceFolders()[0]?.uri;
+  const folder = scope ? api.getWorkspaceFolder(scope) : undefined;
+  const { settings, problems } = readSettings(api.getConfiguration(CONFIG_SECTION, scope), {
+    workspaceFolder: (folder ?? api.getWorkspaceFolders()[0])?.uri.fsPath,
+  });
+  problems.forEach((problem) => logger.warn(problem));
+  return toServerSettings(settings, interpreter.path, api.isWorkspaceTrusted());
+}
+
+/** The interpreter for the first workspace folder: Python extension, then `dynamoLens.interpreter`, then python3. */
+export async function resolveInterpreter(): Promise<Interpreter> {
+  const folder = api.getWorkspaceFolders()[0];
+  const fromExtension = await interpreterFromPythonExtension(folder?.uri);
+  const { settings } = readSettings(api.getConfiguration(CONFIG_SECTION, folder?.uri), {
+    workspaceFolder: folder?.uri.fsPath,
+  });
+  return chooseInterpreter(fromExtension, settings.interpreter);
+}
+
+/**
+ * Starts, stops and restarts the language server. Restarts are queued so two triggers in a row (trust granted while
+ * the interpreter changes) never start two servers.
+ */
+export class ServerManager implements Disposable {
+  private client: LanguageClient | undefined;
+  private queue: Promise<void> = Promise.resolve();
+  private interpreter: Interpreter | undefined;
+
+  constructor(
+    private readonly extensionRoot: string,
+    private readonly onRunFinished: (params: unknown) => void,
+  ) {}
+
+  current(): LanguageClient | undefined {
+    return this.client;
+  }
+
+  restart(reason: string): Promise<void> {
+    this.queue = this.queue.then(
+      () => this.replace(reason),
+      () => this.replace(reason),
+    );
+    return this.queue;
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      try {
+        await client.stop(2000);
+      } catch (error) {
+        logger.warn(`Stopping the server failed: ${String(error)}`);
+      }
+    }
+  }
+
+  dispose(): void {
+    void this.stop();
+  }
+
+  private async replace(reason: string): Promise<void> {
+    await this.stop();
+    const interpreter = await resolveInterpreter();
+    this.interpreter = interpreter;
+    logger.info(`Starting the server (${reason}) with ${interpreter.path} (${interpreter.origin})`);
+    const cwd = api.getWorkspaceFolders()[0]?.uri.fsPath;
+    const probe = await probePython(interpreter, cwd);
+    if (!probe.ok) {
+      logger.error(probe.message);
+      const choice = await api.showErrorMessage(probe.message, "Open Settings", "Show Output");
+      if (choice === "Open Settings") {
+        await api.executeCommand("workbench.action.openSettings", `${CONFIG_SECTION}.interpreter`);
+      } else if (choice) {
+        logger.show();
+      }
+      return;
+    }
+    logger.info(
+      `Python ${probe.version.join(".")}; workspace ${api.isWorkspaceTrusted() ? "trusted" : "untrusted: runs disabled"}`,
+    );
+    const client = this.createClient(interpreter, cwd);
+    client.onNotification(RUN_FINISHED, (params: unknown) => this.onRunFinished(params));
+    this.client = client;
+    try {
+      await client.start();
+    } catch (error) {
+      this.client = undefined;
+      logger.error(`The ${DISPLAY_NAME} server failed to start: ${String(error)}`);
+      void api.showErrorMessage(`${DISPLAY_NAME}: the language server failed to start; see the output.`);
+    }
+  }
+
+  private createClient(interpreter: Interpreter, cwd: string | undefined): LanguageClient {
+    const serverOptions: ServerOptions = {
+      command: interpreter.path,
+      args: [bootstrapScript(this.extensionRoot)],
+      transport: TransportKind.stdio,
+      options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: "1" } },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [
+        { scheme: "file", language: "python" },
+        { scheme: "untitled", language: "python" },
+      ],
+      outputChannel: logChannel(),
+      traceOutputChannel: logChannel(),
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: serverSettings(interpreter),
+      synchronize: { configurationSection: CONFIG_SECTION },
+      middleware: {
+        workspace: {
+          configuration: this.configuration,
+        },
+      },
+    };
+    return new LanguageClient(CLIENT_ID, DISPLAY_NAME, serverOptions, clientOptions);
+  }
+
+  /** Answers `workspace/configuration` for our section with the resolved settings (chosen interpreter, trust). */
+  private readonly configuration: ConfigurationRequest.MiddlewareSignature = async (params, token, next) => {
+    const answer = await next(params, token);
+    const interpreter = this.interpreter;
+    if (!interpreter || answer instanceof ResponseError || !Array.isArray(answer)) {
+      return answer;
+    }
+    return params.items.map((item, index) =>
+      item.section === CONFIG_SECTION ? serverSettings(interpreter, item.scopeUri) : answer[index],
+    );
+  };
+}

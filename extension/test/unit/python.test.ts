@@ -1,0 +1,83 @@
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  chooseInterpreter,
+  interpreterFromPythonExtension,
+  isSupportedPython,
+  parsePythonVersion,
+  probePython,
+} from "../../src/python";
+
+/** An executable that answers the version probe like a Python `version` would. */
+function fakePython(version: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), "dynamo-lens-python-"));
+  const file = path.join(dir, "python");
+  writeFileSync(file, `#!/bin/sh\necho ${version}\n`);
+  chmodSync(file, 0o755);
+  return file;
+}
+
+describe("chooseInterpreter", () => {
+  it("prefers the Python extension's selection, then the setting, then python3", () => {
+    expect(chooseInterpreter("/env/bin/python", "/set/python")).toEqual({
+      path: "/env/bin/python",
+      origin: "python-extension",
+    });
+    expect(chooseInterpreter(undefined, "/set/python")).toEqual({ path: "/set/python", origin: "setting" });
+    expect(chooseInterpreter(undefined, "")).toEqual({ path: "python3", origin: "default" });
+  });
+
+  it("asks the Python extension only when it is installed (here it is not)", async () => {
+    await expect(interpreterFromPythonExtension()).resolves.toBeUndefined();
+  });
+});
+
+describe("python versions", () => {
+  it.each([
+    ["3.11.7\n", [3, 11, 7]],
+    ["3.10.0+", [3, 10, 0]],
+    ["  3.13.1", [3, 13, 1]],
+    ["Python 3.11.7", undefined],
+    ["", undefined],
+  ])("parse %j", (text, expected) => {
+    expect(parsePythonVersion(text)).toEqual(expected);
+  });
+
+  it.each([
+    [[3, 9, 18], false],
+    [[3, 10, 0], true],
+    [[3, 14, 0], true],
+    [[2, 7, 18], false],
+    [[4, 0, 0], true],
+  ] as const)("%j supported: %s", (version, expected) => {
+    expect(isSupportedPython(version)).toBe(expected);
+  });
+});
+
+describe("probePython", () => {
+  it("accepts the interpreter running these tests' sibling python3", async () => {
+    const result = await probePython({ path: "python3", origin: "default" });
+    expect(result.ok).toBe(true);
+  });
+
+  it("explains a too old interpreter and where it came from", async () => {
+    const result = await probePython({ path: fakePython("3.8.10"), origin: "setting" });
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.message).toMatch(/needs Python ≥ 3\.10.*is Python 3\.8\.10/);
+    expect(!result.ok && result.message).toContain("dynamoLens.interpreter");
+  });
+
+  it("explains a missing interpreter", async () => {
+    const result = await probePython({ path: "/nonexistent/bin/python", origin: "setting" });
+    expect(!result.ok && result.message).toContain(
+      "/nonexistent/bin/python (from the dynamoLens.interpreter setting) was not found",
+    );
+  });
+
+  it("explains an interpreter that prints no version", async () => {
+    const result = await probePython({ path: fakePython("hello"), origin: "python-extension" });
+    expect(!result.ok && result.message).toContain("(selected in the Python extension) printed no version (hello)");
+  });
+});
