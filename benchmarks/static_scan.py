@@ -1,0 +1,196 @@
+"""Benchmark the static scan against ruff on a large real corpus, and one editor-sized file.
+
+    .venv/bin/python benchmarks/static_scan.py [--repeat N] [--profile N]
+
+Downloads (once) the wheels of transformers, diffusers and timm into ``benchmarks/.corpus/wheels`` with pip,
+unpacks them, then in the same run times, on the same files:
+
+* ``dynamo-lens check --no-cache``   (cold: every file parsed; target ≤ 4x ruff)
+* ``dynamo-lens check``               (warm: the cache populated by a first run; target ≤ 1x ruff)
+* ``ruff check --select F --no-cache``
+* ``summarize`` + ``link`` of one ~3,000-line file in this process (median; target ≤ 30 ms: the keystroke budget)
+
+and prints wall times, the ratios, and each command's peak resident memory (``wait4``; worker processes included).
+``--profile N`` also profiles the per-file pass over the corpus in this process and prints the top N functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / ".corpus"
+WHEELS = CORPUS / "wheels"
+SOURCES = CORPUS / "src"
+BIN = Path(sys.executable).parent
+PACKAGES = (("transformers", "5.24.0"), ("diffusers", "0.42.1"), ("timm", "1.0.31"))
+EDITOR_FILE_LINES = 3000
+
+COLD_TARGET = 4.0
+WARM_TARGET = 1.0
+EDITOR_TARGET_MS = 30.0
+
+
+@dataclass(frozen=True)
+class Timing:
+    wall: float
+    peak_mb: float
+    returncode: int
+    stderr_lines: int
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per command; the median is reported")
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="profile the per-file pass, show top N")
+    args = parser.parse_args()
+
+    roots = prepare_corpus()
+    files = [p for root in roots for p in root.rglob("*.py")]
+    lines = sum(p.read_bytes().count(b"\n") for p in files)
+    print(f"corpus: {len(files)} files, {lines:,} lines in {', '.join(r.name for r in roots)}")
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+
+    targets = [str(r) for r in roots]
+    lens = str(BIN / "dynamo-lens")
+    ruff = str(BIN / "ruff")
+    with tempfile.TemporaryDirectory(prefix="dynamo-lens-bench-cache-") as cache_home:
+        env = {**os.environ, "XDG_CACHE_HOME": cache_home}
+        ruff_t = median_run([ruff, "check", "--select", "F", "--no-cache", "--exit-zero", "-q", *targets], env, args)
+        cold = median_run([lens, "check", "--no-cache", "--exit-zero", *targets], env, args)
+        populate = run([lens, "check", "--exit-zero", *targets], env)
+        warm = median_run([lens, "check", "--exit-zero", *targets], env, args)
+
+    print()
+    report("ruff check --select F --no-cache", ruff_t)
+    report("dynamo-lens check --no-cache (cold)", cold)
+    report("dynamo-lens check (first run, fills cache)", populate)
+    report("dynamo-lens check (warm cache)", warm)
+    print()
+    verdict("cold / ruff", cold.wall / ruff_t.wall, COLD_TARGET)
+    verdict("warm / ruff", warm.wall / ruff_t.wall, WARM_TARGET)
+    if cold.stderr_lines:
+        print(f"  ({cold.stderr_lines} per-file messages on stderr, e.g. syntax errors)")
+
+    editor_file, editor_ms = time_editor_file(files)
+    rel = editor_file.relative_to(SOURCES)
+    editor_lines = editor_file.read_bytes().count(b"\n")
+    print(f"\none file, summarize + link: {editor_ms:.1f} ms median for {rel} ({editor_lines} lines);", end=" ")
+    print(f"target ≤ {EDITOR_TARGET_MS:.0f} ms {'PASS' if editor_ms <= EDITOR_TARGET_MS else 'MISS'}")
+
+    if args.profile:
+        profile(files, args.profile)
+    return 0
+
+
+def prepare_corpus() -> list[Path]:
+    """Download and unpack the wheels (once); the unpacked directories."""
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    roots = []
+    for name, version in PACKAGES:
+        wheel = next(WHEELS.glob(f"{name}-{version}-*.whl"), None) or download(name, version)
+        root = SOURCES / wheel.name.removesuffix(".whl")
+        if not root.is_dir():
+            with zipfile.ZipFile(wheel) as archive:
+                archive.extractall(root)
+        roots.append(root)
+    return roots
+
+
+def download(name: str, version: str) -> Path:
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", str(WHEELS)]
+    if subprocess.run([*pip, f"{name}=={version}"], capture_output=True).returncode == 0:
+        return next(WHEELS.glob(f"{name}-{version}-*.whl"))
+    subprocess.run([*pip, name], check=True, capture_output=True)
+    wheel = max(WHEELS.glob(f"{name}-*.whl"), key=lambda p: p.stat().st_mtime)
+    print(f"{name}=={version} is not available; using {wheel.name}")
+    return wheel
+
+
+def run(command: list[str], env: dict[str, str]) -> Timing:
+    """Wall time and peak RSS of ``command`` (its waited-for children, e.g. pool workers, included)."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        _pid, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        messages = len(err.read().splitlines())
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"{command[0]} failed with exit code {process.returncode}")
+    return Timing(wall, usage.ru_maxrss / 1024, process.returncode, messages)
+
+
+def median_run(command: list[str], env: dict[str, str], args: argparse.Namespace) -> Timing:
+    runs = [run(command, env) for _ in range(max(1, args.repeat))]
+    return Timing(
+        statistics.median(r.wall for r in runs),
+        max(r.peak_mb for r in runs),
+        runs[0].returncode,
+        runs[0].stderr_lines,
+    )
+
+
+def report(label: str, timing: Timing) -> None:
+    print(f"  {label:<44} {timing.wall:7.2f} s   peak {timing.peak_mb:6.0f} MB")
+
+
+def verdict(label: str, ratio: float, target: float) -> None:
+    print(f"  {label}: {ratio:5.2f}x  (target ≤ {target:g}x) {'PASS' if ratio <= target else 'MISS'}")
+
+
+def time_editor_file(files: list[Path]) -> tuple[Path, float]:
+    """Median ms of summarize + link for the corpus file nearest 3,000 lines that defines an nn.Module."""
+    from dynamo_lens.static import link, summarize
+
+    def distance(path: Path) -> int:
+        data = path.read_bytes()
+        return abs(data.count(b"\n") - EDITOR_FILE_LINES) if b"nn.Module" in data else 1 << 30
+
+    chosen = min(files, key=distance)
+    text = chosen.read_text(encoding="utf-8")
+    samples = []
+    for _ in range(21):
+        start = time.perf_counter()
+        link([summarize(str(chosen), text)])
+        samples.append((time.perf_counter() - start) * 1000)
+    return chosen, statistics.median(samples)
+
+
+def profile(files: list[Path], top: int) -> None:
+    from dynamo_lens.static import link, summarize
+
+    texts = [(str(p), p.read_text(encoding="utf-8", errors="replace")) for p in files]
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.enable()
+    summaries = [summarize(path, text) for path, text in texts]
+    profiler.disable()
+    middle = time.perf_counter()
+    profiler.enable()
+    link(summaries)
+    profiler.disable()
+    end = time.perf_counter()
+    skipped = sum(1 for s in summaries if s.skipped)
+    print(f"\nprofile (one process, under cProfile): summarize {middle - start:.2f} s, link {end - middle:.2f} s;")
+    print(f"prefilter skipped {skipped} of {len(summaries)} files")
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    print(out.getvalue())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The analysis cache: content-addressed, namespaced by package build, and tolerant of corrupt entries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dynamo_lens.cache import AnalysisCache, user_cache_root
+
+
+def test_user_cache_root_follows_xdg(cache_home: Path) -> None:
+    assert user_cache_root() == cache_home / "dynamo-lens"
+
+
+def test_user_cache_root_without_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert user_cache_root() == tmp_path / ".cache" / "dynamo-lens"
+
+
+def test_key_depends_on_path_and_content(tmp_path: Path) -> None:
+    cache = AnalysisCache.in_root(tmp_path)
+    key = cache.key("/a.py", b"x = 1\n")
+    assert key == cache.key("/a.py", b"x = 1\n")
+    assert key != cache.key("/b.py", b"x = 1\n")
+    assert key != cache.key("/a.py", b"x = 2\n")
+
+
+def test_store_and_load(tmp_path: Path) -> None:
+    cache = AnalysisCache.in_root(tmp_path)
+    key = cache.key("/a.py", b"x")
+    assert cache.load(key) is None
+    cache.store(key, {"answer": (4, 2)})
+    assert cache.load(key) == {"answer": (4, 2)}
+    assert cache.directory.parent == tmp_path
+    assert cache.directory.name.startswith("v")
+
+
+def test_corrupt_entry_is_a_miss(tmp_path: Path) -> None:
+    cache = AnalysisCache.in_root(tmp_path)
+    key = cache.key("/a.py", b"x")
+    cache.store(key, "value")
+    entry = cache.directory / key[:2] / key[2:]
+    entry.write_bytes(b"\x80\x05not a pickle")
+    assert cache.load(key) is None
+    entry.write_bytes(b"")
+    assert cache.load(key) is None
+
+
+def test_unwritable_cache_is_ignored(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    cache = AnalysisCache(blocker / "ns")
+    cache.store("abcdef", 1)  # must not raise
+    assert cache.load("abcdef") is None
