@@ -15,8 +15,8 @@ Conventions (DESIGN.md §2):
   had nothing to compile; ``recompile_limit``; ``failed``) are kept so the history reads in order.
 * Dynamo reports only the first failing guard of each earlier entry; :class:`Recompile` lists one
   :class:`FailedGuard` per earlier entry that rejected the call.
-* A killed run leaves only the shim's event stream (``<report>.events.jsonl``, see :func:`events_path`), from which a
-  report with ``complete = False`` can be rebuilt.
+* A killed run leaves only the shim's event stream (``<report>.events.jsonl``, see :func:`events_path`);
+  :func:`load_partial_report` rebuilds a report from it with ``complete = False``.
 """
 
 from __future__ import annotations
@@ -323,12 +323,18 @@ class FailedGuard:
 
 @dataclass(frozen=True, slots=True)
 class Recompile:
-    """A compile of a frame that already had cache entries, and the guards of those entries that failed."""
+    """A compile of a frame that already had cache entries, and the guards of those entries that failed.
+
+    ``failed_guards`` has one item per earlier entry that rejected the call, newest entry first (so
+    ``failed_guards[0]`` is the entry the call came closest to), exact repeats removed, capped at 16
+    (``failed_guards_omitted`` counts the rest). ``call_site`` is the user's call that triggered the recompile.
+    """
 
     compile_id: str
     frame: FrameRef
     failed_guards: tuple[FailedGuard, ...] = ()
     call_site: StackFrame | None = None
+    failed_guards_omitted: int = 0
 
     @property
     def reset_epoch(self) -> int:
@@ -340,6 +346,7 @@ class Recompile:
             "frame": self.frame.to_json(),
             "failed_guards": [g.to_json() for g in self.failed_guards],
             "call_site": None if self.call_site is None else self.call_site.to_json(),
+            "failed_guards_omitted": self.failed_guards_omitted,
         }
 
     @classmethod
@@ -351,6 +358,7 @@ class Recompile:
             frame=FrameRef.from_json(obj.get("frame"), f"{where}.frame"),
             failed_guards=_list(obj, "failed_guards", where, FailedGuard.from_json),
             call_site=None if call_site is None else StackFrame.from_json(call_site, f"{where}.call_site"),
+            failed_guards_omitted=_int(obj, "failed_guards_omitted", where, default=0),
         )
 
 
@@ -664,6 +672,21 @@ def write_report(report: RunReport, path: str | os.PathLike[str]) -> None:
 def events_path(report_path: str | os.PathLike[str]) -> Path:
     """The shim's event stream for a report: ``OUT.json`` → ``OUT.json.events.jsonl``."""
     return Path(os.fspath(report_path) + EVENTS_SUFFIX)
+
+
+def load_partial_report(report_path: str | os.PathLike[str]) -> RunReport:
+    """Rebuild the report of a run that was killed before it could write one (``complete`` is False).
+
+    The shim streams every observation to :func:`events_path` as it happens; its own report builder is pure Python
+    and imports torch only when it runs a script, so the rebuilt report says exactly what the shim would have
+    written at that point. Raises :class:`ReportError` when there is no event stream either.
+    """
+    from dynamo_lens.runtime import shim  # a script first, a module second: loaded only when needed
+
+    stream = events_path(report_path)
+    if not stream.is_file():
+        raise ReportError(f"no run report and no event stream at {os.fspath(stream)!r}")
+    return RunReport.from_json(shim.rebuild_report(os.fspath(stream)))
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,1464 @@
+"""Dynamo Lens shim: run a Python script or module exactly as ``python`` would, and record what Dynamo did.
+
+Usage (executed by path by the user's own interpreter)::
+
+    <python> shim.py --report OUT.json [--torch-trace DIR] -- script.py [args...]
+    <python> shim.py --report OUT.json -- -m module [args...]
+    <python> shim.py --rebuild OUT.json          # rebuild OUT.json from OUT.json.events.jsonl (no torch needed)
+
+This file imports only the standard library and, while a script runs, torch; it must keep working when copied alone.
+It writes a ``dynamo-lens.run`` v1 report (see ``report.py`` / ``run_report.schema.json`` next to it).
+
+How it collects, without touching Dynamo's per-call (cache-hit) path:
+
+1. a handler on the structured-trace logger ``torch.__trace`` (what tlparse reads): compile starts, guard trees,
+   compile metrics, recompile reasons, graph breaks;
+2. ``register_bytecode_hook`` to learn every compiled code object, and ``_debug_get_cache_entry_list`` on them at
+   exit (and before each ``torch._dynamo.reset()``): exact guard kinds, fail counts, invalidated entries;
+3. ``guard_export_fn``, added by wrapping ``torch._dynamo.optimize`` (which ``torch.compile`` calls): the full user
+   stack of every guard, so a guard installed inside ``nn.Linear`` maps back to the user's line;
+4. a WARNING handler on ``torch._dynamo.convert_frame`` (recompile-limit hits) and ``set_guard_complete_hook``
+   (cache hits and misses, from which the calls that silently ran eagerly are estimated).
+
+Every private API is feature-checked; what is unavailable is named in the report's ``missing`` list.
+
+Everything observed becomes an *event* (a small JSON object) that is kept in memory and appended, as it happens, to
+``OUT.json.events.jsonl``. The report is a pure function of the events (:func:`build_report`), so a run killed with
+SIGKILL still leaves everything up to that point, and :func:`rebuild_report` turns the stream into a report with
+``complete: false``. Event lines are ``{"ev": <kind>, "epoch": <reset epoch>, ...}`` with kinds ``start``,
+``compile_start``, ``guard_tree``, ``guard_export``, ``metrics``, ``recompile_reasons``, ``graph_break``, ``limit``,
+``cache_entries``, ``calls``, ``reset``, ``internal_error`` and ``end``.
+
+Set ``DYNAMO_LENS_SHIM_DISABLE`` to a comma-separated list of source names (``trace``, ``bytecode_hook``,
+``cache_entries``, ``guard_export``, ``limit_warnings``, ``guard_complete_hook``, ``reset_hook``) to run as if this
+torch lacked them (used by the tests; also a switch for users who hit a problem with one source).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import runpy
+import signal
+import sys
+import sysconfig
+import threading
+import time
+import traceback
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+SCHEMA = "dynamo-lens.run"
+SCHEMA_VERSION = 1
+EVENTS_SUFFIX = ".events.jsonl"
+DISABLE_ENV = "DYNAMO_LENS_SHIM_DISABLE"
+
+# Caps for pathological programs; every cap that applies is reported (``guards_omitted``, ``missing``).
+MAX_GUARDS_PER_ENTRY = 1000
+MAX_FAILED_GUARDS = 16  # per recompile, newest entry first (a frame at the accumulated limit has 256 entries)
+MAX_GUARD_TEXT = 1000
+MAX_REASON_TEXT = 4000
+MAX_TRACEBACK_TEXT = 20000
+MAX_STACK = 64
+
+# The torch._dynamo.config values that decide guard and recompile behaviour.
+CONFIG_KEYS = (
+    "recompile_limit",
+    "accumulated_recompile_limit",
+    "fail_on_recompile_limit_hit",
+    "allow_unspec_int_on_nn_module",
+    "automatic_dynamic_shapes",
+    "automatic_dynamic_shapes_mark_as",
+    "assume_static_by_default",
+    "specialize_int",
+    "specialize_float",
+    "force_parameter_static_shapes",
+    "force_nn_module_property_static_shapes",
+    "guard_nn_modules",
+    "inline_inbuilt_nn_modules",
+    "suppress_errors",
+    "error_on_recompile",
+    "nested_graph_breaks",
+    "capture_scalar_outputs",
+    "capture_dynamic_output_shape_ops",
+)
+
+SOURCES = (
+    "trace",
+    "bytecode_hook",
+    "cache_entries",
+    "guard_export",
+    "limit_warnings",
+    "guard_complete_hook",
+    "reset_hook",
+)
+
+_METRIC_FIELDS = (
+    "compile_id",
+    "co_name",
+    "co_filename",
+    "co_firstlineno",
+    "cache_size",
+    "accumulated_cache_size",
+    "guard_count",
+    "entire_frame_compile_time_s",
+    "fail_type",
+    "fail_reason",
+    "restart_reasons",
+    "has_guarded_code",
+)
+
+Event = dict[str, Any]
+Loc = list[Any]  # [path, line, name]: compact stack frame inside events
+
+
+# ====================================================================================================================
+# Paths: which frames are the user's
+
+
+class PathPolicy:
+    """Decides which files are the user's code (not torch, not installed packages, not the standard library)."""
+
+    def __init__(self, torch_dir: str | None, shim_file: str, library_dirs: Iterable[str]) -> None:
+        self.torch_dir = torch_dir
+        self.shim_file = shim_file
+        self.library_dirs = tuple(d.rstrip(os.sep) + os.sep for d in library_dirs if d)
+
+    @classmethod
+    def for_this_process(cls, torch_dir: str | None) -> PathPolicy:
+        paths = sysconfig.get_paths()
+        dirs = {
+            paths.get("stdlib", ""),
+            paths.get("platstdlib", ""),
+            paths.get("purelib", ""),
+            paths.get("platlib", ""),
+        }
+        return cls(torch_dir, os.path.abspath(__file__), sorted(d for d in dirs if d))
+
+    def to_json(self) -> Event:
+        return {"torch_dir": self.torch_dir, "shim_file": self.shim_file, "library_dirs": list(self.library_dirs)}
+
+    @classmethod
+    def from_json(cls, data: Event) -> PathPolicy:
+        return cls(data.get("torch_dir"), str(data.get("shim_file", "")), data.get("library_dirs", ()))
+
+    def is_user(self, path: str) -> bool:
+        if not path or path.startswith("<") or not os.path.isabs(path) or path == self.shim_file:
+            return False
+        if self.torch_dir and path.startswith(self.torch_dir + os.sep):
+            return False
+        if f"{os.sep}site-packages{os.sep}" in path or f"{os.sep}dist-packages{os.sep}" in path:
+            return False
+        return not any(path.startswith(d) for d in self.library_dirs)
+
+
+def _innermost_user(stack: Iterable[Loc], policy: PathPolicy) -> Loc | None:
+    found: Loc | None = None
+    for loc in stack:
+        if policy.is_user(loc[0]):
+            found = loc
+    return found
+
+
+# ====================================================================================================================
+# Text parsing (pure): guard texts, recompile reasons, graph breaks
+
+_LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+) in (?P<fn>\S+)$")
+_HINT = re.compile(r" \(HINT: (?P<hint>.*)\)$", re.DOTALL)
+_SCOPE = re.compile(r"\b([LG])\[\s*['\"](.*?)['\"]\s*\]")
+_TYPE_ID = re.compile(r"___check_type_id\((?P<obj>.+), \d+\)(?:, type=<class '(?P<type>[^']+)'>)?$")
+_OBJ_ID = re.compile(r"___check_obj_id\((?P<obj>.+), \d+\)(?:, type=<class '(?P<type>[^']+)'>)?$")
+_TENSOR = re.compile(
+    r"check_tensor\((?P<src>.+?), \w+, DispatchKeySet\([^)]*\), torch\.(?P<dtype>\w+), device=(?P<device>[^,]+), "
+    r"requires_grad=(?P<rg>\w+), size=\[(?P<size>[^\]]*)\], stride=\[(?P<stride>[^\]]*)\]\)$"
+)
+_BARE_ID = re.compile(r"\b(0x[0-9a-f]{6,}|\d{9,})\b")
+_STACK_LINE = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+), in (?P<fn>.+)$')
+
+
+def strip_scopes(text: str) -> str:
+    """``L['self'].steps`` → ``self.steps``, ``G['SCALE']`` → ``SCALE`` (Dynamo's own local/global scopes)."""
+    return _SCOPE.sub(r"\2", text)
+
+
+def display_guard(code: str) -> str:
+    """A readable guard: scopes stripped, object and type ids replaced, tensor checks summarised."""
+    code = code.strip()
+    tensor = _TENSOR.match(code)
+    if tensor:
+        size = ", ".join("?" if d.strip() == "None" else d.strip() for d in tensor["size"].split(",") if d.strip())
+        stride = ", ".join("?" if d.strip() == "None" else d.strip() for d in tensor["stride"].split(",") if d.strip())
+        text = f"{strip_scopes(tensor['src'])}: {tensor['dtype']}[{size}] stride [{stride}]"
+        if tensor["rg"] == "True":
+            text += " requires_grad"
+        if tensor["device"] != "None":
+            text += f" device={tensor['device']}"
+        return text
+    type_id = _TYPE_ID.match(code)
+    if type_id:
+        return f"type({strip_scopes(type_id['obj'])}) is {type_id['type'] or '<type>'}"
+    obj_id = _OBJ_ID.match(code)
+    if obj_id:
+        return f"{strip_scopes(obj_id['obj'])} is <{obj_id['type'] or 'the'} object seen at compile time>"
+    text = strip_scopes(code)
+    text = _BARE_ID.sub("<id>", text) if "___check" in text or "id(" in text else text
+    return text if len(text) <= MAX_GUARD_TEXT else text[: MAX_GUARD_TEXT - 3] + "..."
+
+
+def split_verbose(part: str) -> dict[str, Any]:
+    """Split one verbose guard part ``<code>  # <source line>  # <file>:<line> in <fn> (HINT: ...)``."""
+    hint: str | None = None
+    rest = part
+    match = _HINT.search(rest)
+    if match:
+        hint = match["hint"]
+        rest = rest[: match.start()]
+    location: dict[str, Any] | None = None
+    pieces = rest.split("  # ")
+    if len(pieces) > 1:
+        loc = _LOCATION.match(pieces[-1].strip())
+        if loc:
+            location = {"file": loc["file"], "line": int(loc["line"]), "fn": loc["fn"]}
+            pieces = pieces[:-1]
+    code = pieces[0].rstrip()
+    source_line = "  # ".join(pieces[1:]).strip() or None
+    return {"code": code, "source_line": source_line, "location": location, "hint": hint}
+
+
+def parse_guard_tree(text: str) -> list[list[str]]:
+    """``str(GuardManagerWrapper)`` (the ``dynamo_cpp_guards_str`` event) → ``[kind, verbose part, source]``."""
+    guards: list[list[str]] = []
+    sources: dict[int, str] = {}
+    for raw in text.splitlines():
+        stripped = raw.lstrip("| ")
+        depth = (len(raw) - len(stripped)) // 2
+        if not stripped.startswith("+- "):
+            continue
+        body = stripped[3:]
+        for prefix in ("KeyManager: ", "ValueManager: "):
+            if body.startswith(prefix):
+                body = body[len(prefix) :]
+        if body.startswith("KeyValueManager pair"):
+            sources[depth] = sources.get(depth - 1, "")
+            continue
+        manager = re.match(r"^\w*GuardManager(?:: source=(?P<source>.*?), (?:accessed_by|type)=.*)?$", body)
+        if manager:
+            sources[depth] = manager["source"] or ""
+            continue
+        leaf = re.match(r"^(?P<kind>[A-Z][A-Z0-9_]*): (?P<part>.*)$", body)
+        if leaf:
+            guards.append([leaf["kind"], leaf["part"], sources.get(depth - 1, "")])
+    return _dedupe_guards(guards)
+
+
+def _dedupe_guards(guards: list[list[str]]) -> list[list[str]]:
+    seen: set[tuple[str, str]] = set()
+    out: list[list[str]] = []
+    for kind, part, source in guards:
+        if (kind, part) not in seen:
+            seen.add((kind, part))
+            out.append([kind, part, source])
+    return out
+
+
+def parse_stack_text(text: str) -> list[Loc]:
+    """``  File "/abs/x.py", line 3, in f`` lines (a Python traceback body) → ``[path, line, name]``."""
+    out: list[Loc] = []
+    for line in text.splitlines():
+        match = _STACK_LINE.match(line)
+        if match:
+            out.append([match["file"], int(match["line"]), match["fn"].strip()])
+    return out
+
+
+def split_reason(reason: str) -> dict[str, Any]:
+    """One recompile reason ``"0/0: <failing guard or message>[\\nUser stack trace:\\n<frames>]"``."""
+    head, _, stack_text = reason.partition("\nUser stack trace:\n")
+    entry, sep, text = head.partition(": ")
+    if not sep or not re.match(r"^!?[\d/]+$", entry):
+        entry, text = "", head
+    return {"entry": entry, "text": text.strip(), "stack": parse_stack_text(stack_text)}
+
+
+def load_reasons(payload: str) -> list[str]:
+    """The ``recompile_reasons`` artifact: a JSON list for several reasons, a raw string for one."""
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return [payload]
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def parse_graph_break(payload: str, gb_types: dict[str, str]) -> dict[str, Any]:
+    """The ``dynamo_graph_break_reason`` artifact → reason, gb_type, explanation, hints, context, user stack."""
+    text = payload.split("\nTraceback (most recent call last):", 1)[0]
+    body, _, user_tb = text.partition("\nUser code traceback:\n")
+    at = re.match(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)", body)
+    lines = body.splitlines()
+    reason_line = next((ln for ln in lines if ln.startswith("Graph Break Reason:")), "")
+    reason_index = lines.index(reason_line) if reason_line else 0
+    message = [ln for ln in lines[reason_index + 1 :] if ln.strip()]
+    reason = reason_line[len("Graph Break Reason:") :].strip() if reason_line else ""
+    candidates = [reason.rstrip(":"), *(ln.strip() for ln in message)]
+    gb_type = next((c for c in candidates if c in gb_types), None)
+    if gb_type is None and message and not message[0].startswith(" "):
+        gb_type = message[0].strip()
+    link = re.search(r"/gb/gb(\d{4})\.html", body)
+    explanation = next((ln.strip()[len("Explanation:") :].strip() for ln in message if "Explanation:" in ln), None)
+    hints = [ln.strip()[len("Hint:") :].strip() for ln in message if ln.strip().startswith("Hint:")]
+    context = next(
+        (ln.strip()[len("Developer debug context:") :].strip() for ln in message if "Developer debug context:" in ln),
+        None,
+    )
+    return {
+        "gb_id": f"GB{link[1]}" if link else None,
+        "reason": (gb_type or reason.rstrip(":") or body.strip())[:MAX_REASON_TEXT],
+        "gb_type": gb_type,
+        "explanation": explanation,
+        "hints": hints,
+        "context": context,
+        "at": [at["file"], int(at["line"]), ""] if at else None,
+        "stack": parse_stack_text(user_tb),
+    }
+
+
+def load_gb_registry(torch_dir: str | None) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """``torch/_dynamo/graph_break_registry.json`` → (gb_type → GB id, GB id → first registry entry)."""
+    if not torch_dir:
+        return {}, {}
+    try:
+        with open(os.path.join(torch_dir, "_dynamo", "graph_break_registry.json"), encoding="utf-8") as handle:
+            registry = json.load(handle)
+    except (OSError, ValueError):
+        return {}, {}
+    by_type: dict[str, str] = {}
+    by_id: dict[str, dict[str, Any]] = {}
+    for gb_id, entries in registry.items():
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("Gb_type"), str):
+                by_type.setdefault(entry["Gb_type"], gb_id)
+                by_id.setdefault(gb_id, entry)
+    return by_type, by_id
+
+
+# ====================================================================================================================
+# The report: a pure function of the events
+
+
+class _Attempt:
+    def __init__(self, compile_id: str) -> None:
+        self.compile_id = compile_id
+        self.call_stack: list[Loc] = []
+        self.tree: list[list[str]] | None = None
+        self.export: list[Event] | None = None
+        self.metrics: Event | None = None
+        self.live: Event | None = None
+
+    @property
+    def index(self) -> int:
+        try:
+            return int(self.compile_id.rsplit("/", 1)[1])
+        except (IndexError, ValueError):
+            return 0
+
+
+class _Frame:
+    def __init__(self, epoch: int, frame_id: int, name: str, path: str, line: int) -> None:
+        self.epoch, self.frame_id, self.name, self.path, self.line = epoch, frame_id, name, path, line
+        self.attempts: dict[str, _Attempt] = {}
+
+    def attempt(self, compile_id: str) -> _Attempt:
+        if compile_id not in self.attempts:
+            self.attempts[compile_id] = _Attempt(compile_id)
+        return self.attempts[compile_id]
+
+    def ref(self) -> Event:
+        return {
+            "name": self.name,
+            "path": self.path,
+            "line": self.line,
+            "frame_id": self.frame_id,
+            "reset_epoch": self.epoch,
+        }
+
+
+def _frame_id(compile_id: str) -> int | None:
+    head = compile_id.lstrip("!").split("/")
+    try:
+        return int(head[-2]) if len(head) >= 2 else None
+    except ValueError:
+        return None
+
+
+def _loc_json(loc: Loc | None) -> Event | None:
+    return None if loc is None else {"path": loc[0], "line": int(loc[1]), "name": str(loc[2])}
+
+
+class ReportBuilder:
+    """Folds the event stream into a ``dynamo-lens.run`` v1 document (plain JSON data)."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events = events
+        start = next((e for e in events if e.get("ev") == "start"), {})
+        self.start = start
+        self.policy = PathPolicy.from_json(start.get("paths", {}))
+        self.gb_types, self.gb_entries = load_gb_registry(self.policy.torch_dir)
+        self.frames: dict[tuple[int, int], _Frame] = {}
+        self.user_files: set[str] = set()
+        self.reasons: dict[tuple[int, str], list[str]] = {}
+        self.breaks: list[Event] = []
+        self.limits: list[Event] = []
+        self.live: dict[tuple[int, str], Event] = {}
+        self.walked: set[int] = set()
+        self.calls: Event = {}
+        self.end: Event | None = None
+        self.resets = 0
+        self.errors: list[str] = []
+
+    # -- folding ------------------------------------------------------------------------------------------------------
+
+    def _frame(self, epoch: int, frame_id: int, name: str, path: str, line: int) -> _Frame:
+        key = (epoch, frame_id)
+        if key not in self.frames:
+            self.frames[key] = _Frame(epoch, frame_id, name, path, line)
+        if self.policy.is_user(path):
+            self.user_files.add(path)
+        return self.frames[key]
+
+    def build(self) -> Event:
+        for event in self.events:
+            self._fold(event)
+        for (epoch, compile_id), entry in self.live.items():
+            frame = self._frame_of(epoch, compile_id)
+            if frame is not None:
+                frame.attempt(compile_id).live = entry
+        frames_json, entry_guards = self._frames_json()
+        recompiles = self._recompiles(self.reasons, entry_guards)
+        breaks = self._graph_breaks(self.breaks)
+        limit_hits = self._limit_hits(self.limits)
+        return self._document(frames_json, recompiles, breaks, limit_hits)
+
+    def _frame_of(self, epoch: int, compile_id: str) -> _Frame | None:
+        frame_id = _frame_id(compile_id)
+        return None if frame_id is None else self.frames.get((epoch, frame_id))
+
+    def _fold(self, event: Event) -> None:
+        kind = event.get("ev")
+        epoch = int(event.get("epoch", 0))
+        compile_id = str(event.get("compile_id") or "")
+        if kind == "compile_start":
+            frame = self._frame(epoch, int(event["frame_id"]), event["name"], event["path"], int(event["line"]))
+            attempt = frame.attempt(compile_id)
+            attempt.call_stack = event.get("call_stack") or attempt.call_stack
+            self.user_files.update(loc[0] for loc in attempt.call_stack)
+        elif kind == "metrics":
+            known = self._frame_of(epoch, compile_id)
+            frame_id = _frame_id(compile_id)
+            if known is None and frame_id is not None and event.get("co_filename"):
+                name, path, line = event.get("co_name") or "?", event["co_filename"], event.get("co_firstlineno")
+                known = self._frame(epoch, frame_id, name, path, int(line or 1))
+            if known is not None:
+                known.attempt(compile_id).metrics = event
+        elif kind in ("guard_tree", "guard_export"):
+            owner = self._frame_of(epoch, compile_id)
+            if owner is not None and kind == "guard_tree":
+                owner.attempt(compile_id).tree = event.get("guards") or []
+            elif owner is not None:
+                owner.attempt(compile_id).export = event.get("guards") or []
+        elif kind == "recompile_reasons":
+            self.reasons.setdefault((epoch, compile_id), list(event.get("reasons") or []))
+        elif kind == "graph_break":
+            self.breaks.append(event)
+        elif kind == "limit":
+            self.limits.append(event)
+        elif kind == "cache_entries":
+            self.walked.add(epoch)
+            for entry in event.get("entries") or []:
+                self.live[(epoch, str(entry.get("compile_id")))] = entry
+        elif kind == "calls":
+            self.calls = event
+        elif kind == "reset":
+            self.resets += 1
+        elif kind == "internal_error":
+            self.errors.append(f"internal error in {event.get('where')}: {event.get('message')}")
+        elif kind == "end":
+            self.end = event
+
+    # -- frames, entries and guards -----------------------------------------------------------------------------------
+
+    def _frames_json(self) -> tuple[list[Event], dict[tuple[int, int, str], list[Event]]]:
+        out: list[Event] = []
+        guards_by_entry: dict[tuple[int, int, str], list[Event]] = {}
+        for key in sorted(self.frames):
+            frame = self.frames[key]
+            entries: list[Event] = []
+            for attempt in sorted(frame.attempts.values(), key=lambda a: a.index):
+                entry = self._entry_json(frame, attempt)
+                guards_by_entry[(frame.epoch, frame.frame_id, attempt.compile_id)] = entry["guards"]
+                entries.append(entry)
+            out.append(
+                {
+                    "name": frame.name,
+                    "path": frame.path,
+                    "line": max(1, int(frame.line)),
+                    "frame_id": frame.frame_id,
+                    "reset_epoch": frame.epoch,
+                    "is_resume": frame.name.startswith("torch_dynamo_resume_in_"),
+                    "cache_entries": entries,
+                }
+            )
+        return out, guards_by_entry
+
+    def _status(self, attempt: _Attempt) -> tuple[str, str | None, str | None]:
+        metrics = attempt.metrics
+        if metrics is None:
+            if attempt.live is not None:
+                return "ok", None, None
+            return "failed", None, "the run ended before this compile finished"
+        fail_type, fail_reason = metrics.get("fail_type"), metrics.get("fail_reason")
+        if fail_type == "FailOnRecompileLimitHit" or "recompile limit" in str(fail_reason or "").lower():
+            return "recompile_limit", fail_type, fail_reason
+        if fail_type:
+            return "failed", fail_type, fail_reason
+        if metrics.get("guard_count") is None:
+            return "skipped", None, None
+        return "ok", None, None
+
+    def _entry_json(self, frame: _Frame, attempt: _Attempt) -> Event:
+        status, fail_type, fail_reason = self._status(attempt)
+        metrics = attempt.metrics or {}
+        live = attempt.live
+        raw: list[list[str]] = []
+        guards_from = "none"
+        if live is not None and live.get("guards") and not live.get("invalidated"):
+            raw, guards_from = live["guards"], "cache_entry"
+        elif attempt.tree:
+            raw, guards_from = attempt.tree, "trace"
+        omitted = max(0, len(raw) - MAX_GUARDS_PER_ENTRY) + (int(live.get("omitted", 0)) if live else 0)
+        guards = [self._guard_json(kind, part, source, attempt) for kind, part, source in raw[:MAX_GUARDS_PER_ENTRY]]
+        call_stack = attempt.call_stack[-MAX_STACK:]
+        time_s = metrics.get("entire_frame_compile_time_s")
+        return {
+            "compile_id": attempt.compile_id,
+            "status": status,
+            "compile_time_s": float(time_s) if isinstance(time_s, int | float) else None,
+            "guard_count": metrics.get("guard_count") if isinstance(metrics.get("guard_count"), int) else None,
+            "fail_type": fail_type,
+            "fail_reason": None if fail_reason is None else str(fail_reason)[:MAX_REASON_TEXT],
+            "restart_reasons": [str(r)[:MAX_REASON_TEXT] for r in metrics.get("restart_reasons") or []],
+            "call_site": _loc_json(call_stack[-1]) if call_stack else None,
+            "call_stack": [_loc_json(loc) for loc in call_stack],
+            "alive_at_exit": live is not None if frame.epoch in self.walked else None,
+            "invalidated": live.get("invalidated") if live else None,
+            "fail_count": live.get("fail_count") if live else None,
+            "guards_from": guards_from,
+            "guards": guards,
+            "guards_omitted": omitted,
+        }
+
+    def _resolve(self, short: str) -> str | None:
+        """Dynamo prints paths relative to torch's parent directory (and mangles those outside it): resolve them."""
+        if os.path.isabs(short) and os.path.exists(short):
+            return short
+        for candidate in sorted(self.user_files):
+            if candidate.endswith(os.sep + short) or candidate.endswith(short):
+                return candidate
+        if self.policy.torch_dir:
+            guess = os.path.join(os.path.dirname(self.policy.torch_dir), short)
+            if os.path.exists(guess):
+                return guess
+        return None
+
+    def _guard_json(self, kind: str, part: str, source: str, attempt: _Attempt) -> Event:
+        split = split_verbose(part)
+        code = split["code"]
+        origin: str | None = None
+        path: str | None = None
+        line: int | None = None
+        location = split["location"]
+        if location is not None:
+            resolved = self._resolve(location["file"])
+            origin = f"{resolved or location['file']}:{location['line']}"
+            if resolved and self.policy.is_user(resolved):
+                path, line = resolved, location["line"]
+        exported = self._exported_location(attempt, code, source, kind)
+        if exported is not None:
+            path, line = exported[0], int(exported[1])
+        return {
+            "kind": kind,
+            "text": display_guard(code),
+            "source": source or None,
+            "path": path,
+            "line": line,
+            "hint": split["hint"],
+            "origin": origin,
+            "code": split["source_line"],
+        }
+
+    def _exported_location(self, attempt: _Attempt, code: str, source: str, kind: str) -> Loc | None:
+        if not attempt.export:
+            return None
+        target = strip_scopes(code)
+        by_name: Loc | None = None
+        for guard in attempt.export:
+            user = guard.get("user")
+            if user is None:
+                continue
+            if any(strip_scopes(c) == target for c in guard.get("code") or []):
+                return list(user)
+            if by_name is None and source and guard.get("name") == source:
+                by_name = list(user)
+        return by_name if kind in ("TENSOR_MATCH", "TYPE_MATCH", "ID_MATCH", "DICT_LENGTH", "LENGTH_CHECK") else None
+
+    # -- recompiles ---------------------------------------------------------------------------------------------------
+
+    def _recompiles(
+        self, reasons: dict[tuple[int, str], list[str]], guards: dict[tuple[int, int, str], list[Event]]
+    ) -> list[Event]:
+        out: list[Event] = []
+        for (epoch, compile_id), texts in sorted(reasons.items(), key=lambda kv: (kv[0][0], _sort_id(kv[0][1]))):
+            frame_id = _frame_id(compile_id)
+            frame = self.frames.get((epoch, frame_id if frame_id is not None else -1))
+            if frame is None:
+                continue
+            attempt = frame.attempts.get(compile_id)
+            call_stack = attempt.call_stack if attempt else []
+            call_site = call_stack[-1] if call_stack else None
+            failed: list[Event] = []
+            seen: set[tuple[str, str]] = set()
+            for text in texts:
+                parsed = split_reason(text)
+                key = (parsed["entry"], parsed["text"])
+                if key in seen:
+                    continue
+                seen.add(key)
+                old = guards.get((epoch, frame.frame_id, parsed["entry"]), [])
+                failed.append(self._failed_guard(parsed, text, old, call_site, frame))
+            out.append(
+                {
+                    "compile_id": compile_id,
+                    "frame": frame.ref(),
+                    "failed_guards": failed[:MAX_FAILED_GUARDS],
+                    "failed_guards_omitted": max(0, len(failed) - MAX_FAILED_GUARDS),
+                    "call_site": _loc_json(call_site),
+                }
+            )
+        return out
+
+    def _failed_guard(
+        self, parsed: Event, raw: str, old_guards: list[Event], call_site: Loc | None, frame: _Frame
+    ) -> Event:
+        split = split_verbose(parsed["text"])
+        text = split["code"]
+        kind: str | None = None
+        source: str | None = None
+        matched: Event | None = None
+        tensor = re.match(r"^tensor '(?P<name>[^']+)' ", text)
+        if tensor:
+            kind = "TENSOR_MATCH"
+            name = tensor["name"]
+            matched = next(
+                (g for g in old_guards if g["kind"] == "TENSOR_MATCH" and strip_scopes(g["source"] or "") == name), None
+            )
+            source = matched["source"] if matched else name
+        elif text.startswith("GLOBAL_STATE changed"):
+            kind = "GLOBAL_STATE"
+        elif text.startswith("BACKEND_MATCH"):
+            kind = "BACKEND_MATCH"
+        elif not text.startswith("Cache line invalidated"):
+            target = display_guard(text)
+            matched = next((g for g in old_guards if g["text"] == target), None)
+            if matched is not None:
+                kind, source = matched["kind"], matched["source"]
+        hint = split["hint"] or (matched["hint"] if matched else None)
+        user_frame = _innermost_user(parsed["stack"], self.policy)
+        path: str | None = None
+        line: int | None = None
+        attributed = "none"
+        carries_line = kind not in ("TENSOR_MATCH", "GLOBAL_STATE", "BACKEND_MATCH") and not text.startswith("Cache")
+        if carries_line and user_frame is not None:
+            path, line, attributed = user_frame[0], int(user_frame[1]), "guard"
+        elif carries_line and matched is not None and matched["path"]:
+            path, line, attributed = matched["path"], matched["line"], "guard"
+        elif carries_line and split["location"] is not None and (located := self._user_location(split["location"])):
+            path, line, attributed = located[0], located[1], "guard"
+        elif call_site is not None:
+            path, line, attributed = call_site[0], int(call_site[1]), "call"
+        else:
+            path, line, attributed = frame.path, frame.line, "frame"
+        return {
+            "entry": parsed["entry"],
+            "text": display_guard(text) if kind != "TENSOR_MATCH" else text,
+            "kind": kind,
+            "source": source,
+            "path": path,
+            "line": line,
+            "attributed_to": attributed,
+            "hint": hint,
+            "raw": raw[:MAX_REASON_TEXT],
+        }
+
+    def _user_location(self, location: Event) -> tuple[str, int] | None:
+        resolved = self._resolve(location["file"])
+        if resolved and self.policy.is_user(resolved):
+            return resolved, int(location["line"])
+        return None
+
+    # -- graph breaks and limits --------------------------------------------------------------------------------------
+
+    def _graph_breaks(self, events: list[Event]) -> list[Event]:
+        merged: dict[tuple[Any, ...], Event] = {}
+        for event in events:
+            parsed = parse_graph_break(str(event.get("text", "")), self.gb_types)
+            user = _innermost_user(parsed["stack"], self.policy) or parsed["at"]
+            epoch = int(event.get("epoch", 0))
+            compile_id = str(event.get("compile_id") or "") or None
+            frame_id = _frame_id(compile_id or "")
+            frame = self.frames.get((epoch, frame_id if frame_id is not None else -1))
+            key = (user[0] if user else None, user[1] if user else None, parsed["gb_type"] or parsed["reason"])
+            if key in merged:
+                existing = merged[key]
+                existing["count"] += 1
+                if compile_id and compile_id not in existing["compile_ids"]:
+                    existing["compile_ids"].append(compile_id)
+                continue
+            gb_id = parsed["gb_id"] or self.gb_types.get(parsed["gb_type"] or "")
+            registry = self.gb_entries.get(gb_id or "", {})
+            registry_hints = registry.get("Hints")
+            merged[key] = {
+                "compile_id": compile_id,
+                "reason": parsed["reason"],
+                "gb_type": parsed["gb_type"],
+                "gb_id": gb_id,
+                "explanation": parsed["explanation"] or registry.get("Explanation"),
+                "hints": parsed["hints"]
+                or ([str(h) for h in registry_hints] if isinstance(registry_hints, list) else []),
+                "context": parsed["context"],
+                "path": user[0] if user else None,
+                "line": int(user[1]) if user else None,
+                "frame": frame.ref() if frame else None,
+                "user_stack": [_loc_json(loc) for loc in parsed["stack"] if self.policy.is_user(loc[0])][-MAX_STACK:],
+                "compile_ids": [compile_id] if compile_id else [],
+                "count": 1,
+            }
+        return list(merged.values())
+
+    def _limit_hits(self, events: list[Event]) -> list[Event]:
+        out: list[Event] = []
+        seen: set[tuple[Any, ...]] = set()
+        for event in events:
+            epoch = int(event.get("epoch", 0))
+            function = str(event.get("function", ""))
+            match = re.match(r"^'(?P<name>.*)' \((?P<path>.+):(?P<line>\d+)\)$", function)
+            frame: _Frame | None = None
+            if match:
+                candidates = [
+                    f
+                    for f in self.frames.values()
+                    if f.epoch == epoch
+                    and (f.name, f.path, int(f.line)) == (match["name"], match["path"], int(match["line"]))
+                ]
+                frame = max(candidates, key=lambda f: f.frame_id) if candidates else None
+            limit = str(event.get("limit_type", ""))
+            if limit not in ("recompile_limit", "accumulated_recompile_limit"):
+                limit = "accumulated_recompile_limit" if "accumulated" in limit else "recompile_limit"
+            key = (epoch, frame.frame_id if frame else function, limit)
+            if key in seen:
+                continue
+            seen.add(key)
+            hit_id = None
+            if frame is not None:
+                hit_id = next(
+                    (a.compile_id for a in frame.attempts.values() if self._status(a)[0] == "recompile_limit"), None
+                )
+            value = event.get("limit")
+            out.append(
+                {
+                    "limit": limit,
+                    "value": value if isinstance(value, int) and not isinstance(value, bool) else None,
+                    "last_reason": _short_reason(str(event.get("last_reason", ""))),
+                    "frame": frame.ref() if frame else None,
+                    "compile_id": hit_id,
+                    "function": function,
+                }
+            )
+        for frame in self.frames.values():
+            for attempt in frame.attempts.values():
+                if self._status(attempt)[0] != "recompile_limit":
+                    continue
+                if any(
+                    h["frame"] and h["frame"]["frame_id"] == frame.frame_id and h["frame"]["reset_epoch"] == frame.epoch
+                    for h in out
+                ):
+                    continue
+                reason = str((attempt.metrics or {}).get("fail_reason") or "")
+                out.append(
+                    {
+                        "limit": "accumulated_recompile_limit" if "accumulated" in reason else "recompile_limit",
+                        "value": None,
+                        "last_reason": "",
+                        "frame": frame.ref(),
+                        "compile_id": attempt.compile_id,
+                        "function": f"'{frame.name}' ({frame.path}:{frame.line})",
+                    }
+                )
+        return out
+
+    # -- the document -------------------------------------------------------------------------------------------------
+
+    def _document(
+        self, frames: list[Event], recompiles: list[Event], breaks: list[Event], limit_hits: list[Event]
+    ) -> Event:
+        start, end, calls = self.start, self.end, self.calls
+        entries = [e for f in frames for e in f["cache_entries"]]
+        misses = calls.get("misses")
+        hits = calls.get("hits")
+        compiles_on_existing = sum(
+            1
+            for f in self.frames.values()
+            for a in f.attempts.values()
+            if a.metrics and isinstance(a.metrics.get("cache_size"), int) and a.metrics["cache_size"] > 0
+        )
+        eager = max(0, misses - compiles_on_existing) if isinstance(misses, int) else None
+        missing = list(start.get("missing") or [])
+        missing.extend(self.errors)
+        if end is None:
+            missing.append(
+                "the run was killed before the shim could finish: cache-entry details, call counts, exit code"
+            )
+        elif not calls and "guard_complete_hook" not in " ".join(missing):
+            missing.append("call counts: the guard-complete hook reported nothing")
+        total_time = sum(e["compile_time_s"] or 0.0 for e in entries)
+        summary = {
+            "frames": len(frames),
+            "compiles": len(entries),
+            "compiles_ok": sum(1 for e in entries if e["status"] == "ok"),
+            "recompiles": len(recompiles),
+            "graph_breaks": len(breaks),
+            "limit_hits": len(limit_hits),
+            "skipped_frames": sum(
+                1 for f in frames if f["cache_entries"] and all(e["status"] == "skipped" for e in f["cache_entries"])
+            ),
+            "total_compile_time_s": round(total_time, 6),
+            "cache_hits": hits if isinstance(hits, int) else None,
+            "cache_misses": misses if isinstance(misses, int) else None,
+            "eager_fallback_calls": eager,
+            "resets": self.resets,
+        }
+        end = end or {}
+        config = end.get("config") or start.get("config") or {}
+        return {
+            "schema": SCHEMA,
+            "version": SCHEMA_VERSION,
+            "torch_version": start.get("torch_version"),
+            "python": start.get("python") or "",
+            "argv": list(start.get("argv") or []),
+            "cwd": start.get("cwd") or "",
+            "exit_code": end.get("exit_code"),
+            "ended_by": end.get("ended_by", "unknown"),
+            "complete": bool(end),
+            "error": end.get("error"),
+            "duration_s": end.get("duration_s"),
+            "config": config,
+            "frames": frames,
+            "recompiles": recompiles,
+            "graph_breaks": breaks,
+            "limit_hits": limit_hits,
+            "summary": summary,
+            "sources_ok": dict(start.get("sources_ok") or {}),
+            "missing": missing,
+            "findings": [],
+        }
+
+
+def _short_reason(reason: str) -> str:
+    """``0/7: self.steps == 7   # ... (HINT: ...)\nUser stack trace: ...`` → ``0/7: self.steps == 7``."""
+    parsed = split_reason(reason)
+    text = display_guard(split_verbose(parsed["text"])["code"])
+    return f"{parsed['entry']}: {text}" if parsed["entry"] else text
+
+
+def _sort_id(compile_id: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in compile_id.lstrip("!").split("/"))
+    except ValueError:
+        return (0,)
+
+
+def build_report(events: list[Event]) -> Event:
+    """The report document for a list of events (pure; no torch needed)."""
+    return ReportBuilder(events).build()
+
+
+def read_events(path: str) -> list[Event]:
+    """Read an event stream, skipping a torn last line (the process may have been killed mid-write)."""
+    events: list[Event] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+    return events
+
+
+def rebuild_report(events_file: str) -> Event:
+    """The report a killed run would have written, from its event stream (``complete`` is false)."""
+    return build_report(read_events(events_file))
+
+
+def write_json_atomically(document: Event, path: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=1, default=str)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
+# ====================================================================================================================
+# Collection (inside the user's process)
+
+
+class EventStream:
+    """Events in memory, each also appended to the sidecar file at once so a killed run keeps them."""
+
+    def __init__(self, path: str | None) -> None:
+        self.events: list[Event] = []
+        self.lock = threading.RLock()
+        self.handle = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115 - lives as long as the run
+        self.epoch = 0
+        self.enabled = True
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        if not self.enabled:
+            return
+        event: Event = {"ev": kind, "epoch": self.epoch, **fields}
+        with self.lock:
+            self.events.append(event)
+            if self.handle is not None:
+                try:
+                    self.handle.write(json.dumps(event, default=str) + "\n")
+                    self.handle.flush()
+                except (OSError, ValueError):
+                    self.handle = None
+
+    def close(self) -> None:
+        with self.lock:
+            if self.handle is not None:
+                self.handle.close()
+                self.handle = None
+
+
+class TraceHandler(logging.Handler):
+    """Receives Dynamo's structured-trace records and turns the ones we use into events."""
+
+    def __init__(self, collector: Collector) -> None:
+        super().__init__(logging.DEBUG)
+        self.collector = collector
+        self.interned: dict[int, str] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        metadata = getattr(record, "metadata", None)
+        if not isinstance(metadata, dict) or not metadata:
+            return
+        try:
+            self._handle(metadata, getattr(record, "payload", None))
+        except Exception as exc:  # never let our bookkeeping break the user's compile
+            self.collector.internal_error("trace handler", exc)
+
+    def _handle(self, metadata: dict[str, Any], payload: Any) -> None:
+        name = next(iter(metadata))
+        if "compiled_autograd_id" in metadata:
+            return
+        stream = self.collector.stream
+        compile_id = None
+        if "frame_id" in metadata and "frame_compile_id" in metadata:
+            compile_id = f"{metadata['frame_id']}/{metadata['frame_compile_id']}"
+        if name == "str":
+            value = metadata["str"]
+            self.interned[int(value[1])] = str(value[0])
+        elif name == "dynamo_start":
+            stack = metadata["dynamo_start"].get("stack") or []
+            if not stack or compile_id is None:
+                return
+            code = stack[-1]
+            path = self.interned.get(code.get("filename"), str(code.get("filename")))
+            stream.emit(
+                "compile_start",
+                compile_id=compile_id,
+                frame_id=int(metadata["frame_id"]),
+                attempt=metadata.get("attempt", 0),
+                name=code.get("name", "?"),
+                path=path,
+                line=int(code.get("line") or 1),
+                call_stack=self.collector.user_call_stack(),
+            )
+        elif name == "dynamo_cpp_guards_str" and isinstance(payload, str):
+            stream.emit("guard_tree", compile_id=compile_id, guards=parse_guard_tree(payload))
+        elif name == "compilation_metrics":
+            metrics = metadata["compilation_metrics"]
+            fields = {k: metrics.get(k) for k in _METRIC_FIELDS}
+            stream.emit("metrics", **fields)
+        elif name == "artifact" and isinstance(payload, str):
+            artifact = metadata["artifact"].get("name")
+            if artifact == "recompile_reasons":
+                stream.emit("recompile_reasons", compile_id=compile_id, reasons=load_reasons(payload))
+            elif artifact == "dynamo_graph_break_reason":
+                text = payload.split("\nTraceback (most recent call last):", 1)[0]
+                stream.emit("graph_break", compile_id=compile_id, text=text[: MAX_REASON_TEXT * 2])
+
+
+class LimitHandler(logging.Handler):
+    """Catches ``torch._dynamo hit config.<limit> (<value>)`` warnings from ``convert_frame``."""
+
+    def __init__(self, collector: Collector) -> None:
+        super().__init__(logging.WARNING)
+        self.collector = collector
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if "hit config." not in str(record.msg) or not isinstance(record.args, tuple) or len(record.args) < 4:
+                return
+            limit_type, limit, function, last_reason = record.args[:4]
+            self.collector.stream.emit(
+                "limit",
+                limit_type=str(limit_type),
+                limit=limit if isinstance(limit, int) else None,
+                function=str(function),
+                last_reason=str(last_reason)[:MAX_REASON_TEXT],
+            )
+        except Exception as exc:
+            self.collector.internal_error("limit handler", exc)
+
+
+class Collector:
+    """Installs the four listeners, emits events, walks the cache entries, and writes the report."""
+
+    def __init__(self, report_path: str, argv: list[str]) -> None:
+        self.report_path = report_path
+        self.stream = EventStream(report_path + EVENTS_SUFFIX)
+        self.argv = argv
+        self.pid = os.getpid()
+        self.started = time.monotonic()
+        self.disabled = {s.strip() for s in os.environ.get(DISABLE_ENV, "").split(",") if s.strip()}
+        self.sources_ok: dict[str, bool] = {}
+        self.missing: list[str] = []
+        self.torch: Any = None
+        self.policy = PathPolicy.for_this_process(None)
+        self.codes: dict[int, types.CodeType] = {}
+        self.hits = 0
+        self.misses = 0
+        self.finished = False
+        self.finish_lock = threading.Lock()
+        self.reported_errors: set[str] = set()
+
+    # -- set-up -------------------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        try:
+            import torch
+        except Exception as exc:
+            self.missing.append(f"torch could not be imported in this interpreter ({type(exc).__name__}: {exc})")
+            self._emit_start()
+            return
+        self.torch = torch
+        self.policy = PathPolicy.for_this_process(os.path.dirname(os.path.abspath(torch.__file__)))
+        self._install("trace", self._install_trace, "structured trace (logger torch.__trace)")
+        self._install("bytecode_hook", self._install_bytecode_hook, "compiled code objects (register_bytecode_hook)")
+        self._install("cache_entries", self._check_cache_entries, "cache entries (_debug_get_cache_entry_list)")
+        self._install("guard_export", self._install_guard_export, "guard user stacks (guard_export_fn)")
+        self._install("limit_warnings", self._install_limit_handler, "recompile-limit warnings")
+        self._install("guard_complete_hook", self._install_guard_hook, "call counts (set_guard_complete_hook)")
+        self._install("reset_hook", self._install_reset_hook, "reset epochs (torch._dynamo.reset)")
+        if not self.sources_ok.get("bytecode_hook") and self.sources_ok.get("cache_entries"):
+            self.sources_ok["cache_entries"] = False
+            self.missing.append(
+                "cache entries (_debug_get_cache_entry_list): no way to find the compiled code objects without "
+                "register_bytecode_hook; guards come from the trace text and fail counts are unknown"
+            )
+        self._emit_start()
+
+    def _install(self, name: str, install: Callable[[], None], what: str) -> None:
+        if name in self.disabled:
+            self.sources_ok[name] = False
+            self.missing.append(f"{what}: disabled by {DISABLE_ENV}")
+            return
+        try:
+            install()
+            self.sources_ok[name] = True
+        except Exception as exc:
+            self.sources_ok[name] = False
+            self.missing.append(f"{what}: not available on torch {self._torch_version()} ({type(exc).__name__}: {exc})")
+
+    def _torch_version(self) -> str | None:
+        return None if self.torch is None else str(getattr(self.torch, "__version__", "?"))
+
+    def _emit_start(self) -> None:
+        self.stream.emit(
+            "start",
+            torch_version=self._torch_version(),
+            python=sys.version.split()[0],
+            executable=sys.executable,
+            argv=self.argv,
+            cwd=os.getcwd(),
+            config=self.config_snapshot(),
+            paths=self.policy.to_json(),
+            sources_ok=self.sources_ok,
+            missing=self._missing_with_consequences(),
+        )
+
+    def _missing_with_consequences(self) -> list[str]:
+        out = list(self.missing)
+        ok = self.sources_ok
+        if self.torch is not None and not ok.get("trace"):
+            out.append("without the structured trace: no compile times, recompile reasons or graph breaks")
+        if self.torch is not None and not ok.get("guard_export"):
+            out.append("without guard_export_fn: guards inside torch code (nn.Linear, ...) carry no user line")
+        return out
+
+    def _install_trace(self) -> None:
+        internal = self.torch._logging._internal
+        if not hasattr(internal, "trace_structured"):
+            raise AttributeError("torch._logging._internal.trace_structured")
+        logger = logging.getLogger("torch.__trace")
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+        logger.addHandler(TraceHandler(self))
+
+    def _install_bytecode_hook(self) -> None:
+        register = self.torch._dynamo.convert_frame.register_bytecode_hook
+
+        def remember(code: types.CodeType, new_code: types.CodeType) -> None:
+            self.codes[id(code)] = code
+
+        register(remember)
+
+    def _check_cache_entries(self) -> None:
+        getter = self.torch._dynamo.eval_frame._debug_get_cache_entry_list
+        getter(self._check_cache_entries.__code__)  # raises on a torch whose C API differs
+
+    def _install_guard_export(self) -> None:
+        dynamo = self.torch._dynamo
+        original = dynamo.optimize
+        import inspect
+
+        target = getattr(dynamo.eval_frame, "_optimize", original)
+        if "guard_export_fn" not in inspect.signature(target).parameters:
+            raise TypeError("torch._dynamo.optimize takes no guard_export_fn")
+        collector = self
+
+        def optimize(*args: Any, **kwargs: Any) -> Any:
+            user_fn = kwargs.get("guard_export_fn")
+
+            def export(guards: Any) -> None:
+                collector.export_guards(guards)
+                if user_fn is not None:
+                    user_fn(guards)
+
+            kwargs["guard_export_fn"] = export
+            return original(*args, **kwargs)
+
+        optimize.__wrapped__ = original  # type: ignore[attr-defined]
+        optimize.__doc__ = original.__doc__
+        dynamo.optimize = optimize
+
+    def _install_limit_handler(self) -> None:
+        logging.getLogger("torch._dynamo.convert_frame").addHandler(LimitHandler(self))
+
+    def _install_guard_hook(self) -> None:
+        set_hook = self.torch._C._dynamo.eval_frame.set_guard_complete_hook
+        previous: list[Any] = [None]
+
+        def on_guards(cache_hit: bool) -> bool:
+            if cache_hit:
+                self.hits += 1
+            else:
+                self.misses += 1
+            chained = previous[0]
+            return bool(chained(cache_hit)) if chained is not None else cache_hit
+
+        previous[0] = set_hook(on_guards)
+
+    def _install_reset_hook(self) -> None:
+        dynamo = self.torch._dynamo
+        original = dynamo.reset
+
+        def reset(*args: Any, **kwargs: Any) -> Any:
+            self.walk_cache_entries()
+            result = original(*args, **kwargs)
+            self.stream.epoch += 1
+            self.stream.emit("reset")
+            return result
+
+        reset.__wrapped__ = original  # type: ignore[attr-defined]
+        reset.__doc__ = original.__doc__
+        dynamo.reset = reset
+
+    # -- listeners ----------------------------------------------------------------------------------------------------
+
+    def internal_error(self, where: str, exc: BaseException) -> None:
+        key = f"{where}: {type(exc).__name__}"
+        if key in self.reported_errors:
+            return
+        self.reported_errors.add(key)
+        self.stream.emit("internal_error", where=where, message=f"{type(exc).__name__}: {exc}")
+
+    def user_call_stack(self) -> list[Loc]:
+        """The user frames of the current Python stack, outermost first (the compile's trigger is the last)."""
+        frames: list[Loc] = []
+        frame: types.FrameType | None = sys._getframe(1)
+        while frame is not None:
+            path = frame.f_code.co_filename
+            if self.policy.is_user(path):
+                frames.append([path, frame.f_lineno, frame.f_code.co_name])
+            frame = frame.f_back
+        frames.reverse()
+        return frames[-MAX_STACK:]
+
+    def export_guards(self, guards: Any) -> None:
+        try:
+            compile_id = self.torch._guards.CompileContext.current_compile_id()
+            out: list[Event] = []
+            total = 0
+            for guard in guards:
+                total += 1
+                if len(out) >= MAX_GUARDS_PER_ENTRY:
+                    continue
+                stack = [[fs.filename, fs.lineno, fs.name] for fs in (guard.user_stack or [])]
+                code = guard.code_list or []
+                out.append(
+                    {
+                        "name": guard.name,
+                        "kind": guard.create_fn_name(),
+                        "code": [str(c) for c in code][:8],
+                        "user": _innermost_user(stack, self.policy),
+                    }
+                )
+            self.stream.emit("guard_export", compile_id=str(compile_id), guards=out, omitted=max(0, total - len(out)))
+        except Exception as exc:
+            self.internal_error("guard export", exc)
+
+    # -- the end ------------------------------------------------------------------------------------------------------
+
+    def walk_cache_entries(self) -> None:
+        if not self.sources_ok.get("cache_entries") or self.torch is None:
+            return
+        try:
+            getter = self.torch._dynamo.eval_frame._debug_get_cache_entry_list
+            entries: list[Event] = []
+            for code in list(self.codes.values()):
+                for entry in getter(code):
+                    entries.append(self._entry_event(entry))
+            self.stream.emit("cache_entries", entries=entries)
+        except Exception as exc:
+            self.internal_error("cache entry walk", exc)
+
+    def _entry_event(self, entry: Any) -> Event:
+        manager = entry.guard_manager
+        invalidated = getattr(manager, "invalidation_reason", None)
+        root = getattr(manager, "root", None)
+        guards: list[list[str]] = []
+        fail_count = None
+        if root is not None:
+            fail_count = root.fail_count() if hasattr(root, "fail_count") else None
+            pending: list[Any] = [root]
+            while pending and len(guards) <= MAX_GUARDS_PER_ENTRY:
+                mgr = pending.pop()
+                source = "" if mgr is root or not hasattr(mgr, "get_source") else mgr.get_source()
+                for leaf in mgr.get_leaf_guards():
+                    for part in leaf.verbose_code_parts():
+                        guards.append([type(leaf).__name__, str(part), source])
+                children = list(mgr.get_child_managers())
+                if hasattr(mgr, "get_key_value_managers"):
+                    for key_mgr, value_mgr in mgr.get_key_value_managers().values():
+                        children.extend(m for m in (key_mgr, value_mgr) if m is not None)
+                pending.extend(reversed(children))
+            if hasattr(root, "get_epilogue_lambda_guards"):
+                for leaf in root.get_epilogue_lambda_guards():
+                    for part in leaf.verbose_code_parts():
+                        guards.append([type(leaf).__name__, str(part), ""])
+        guards = _dedupe_guards(guards)
+        return {
+            "compile_id": str(entry.compile_id),
+            "fail_count": fail_count,
+            "invalidated": None if invalidated is None else str(invalidated),
+            "guards": guards[:MAX_GUARDS_PER_ENTRY],
+            "omitted": max(0, len(guards) - MAX_GUARDS_PER_ENTRY),
+        }
+
+    def config_snapshot(self) -> dict[str, Any]:
+        if self.torch is None:
+            return {}
+        import warnings
+
+        config = self.torch._dynamo.config
+        out: dict[str, Any] = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for key in CONFIG_KEYS:
+                try:
+                    value = getattr(config, key)
+                except Exception:
+                    continue
+                out[key] = value if value is None or isinstance(value, bool | int | float | str) else repr(value)
+        return out
+
+    def finish(self, ended_by: str, exit_code: int | None, error: Event | None) -> None:
+        """Write the report (once; only in the process that started the run, never in a forked child)."""
+        with self.finish_lock:
+            if self.finished or os.getpid() != self.pid:
+                return
+            self.finished = True
+        try:
+            self.walk_cache_entries()
+            if self.sources_ok.get("guard_complete_hook"):
+                self.stream.emit("calls", hits=self.hits, misses=self.misses)
+            self.stream.emit(
+                "end",
+                ended_by=ended_by,
+                exit_code=exit_code,
+                error=error,
+                duration_s=round(time.monotonic() - self.started, 3),
+                config=self.config_snapshot(),
+            )
+            self.stream.enabled = False
+            write_json_atomically(build_report(self.stream.events), self.report_path)
+        except Exception as exc:  # the report is best effort; the user's exit code is not
+            self.stream.enabled = True
+            self.internal_error("report writer", exc)
+        finally:
+            self.stream.close()
+
+    def detach_in_child(self) -> None:
+        """After ``os.fork()``: the child must not write into the parent's stream or report."""
+        self.stream.enabled = False
+        self.stream.handle = None
+        self.finished = True
+
+
+# ====================================================================================================================
+# Running the target like ``python`` would
+
+
+def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """Drop the shim's and runpy's own frames from the top of a traceback."""
+    own = {os.path.abspath(__file__), os.path.abspath(runpy.__file__ or "")}
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in own:
+        tb = tb.tb_next
+    return tb
+
+
+def _error_event(exc: BaseException, tb: types.TracebackType | None, policy: PathPolicy) -> Event:
+    frames = traceback.extract_tb(tb)
+    user = None
+    for fs in frames:
+        if policy.is_user(os.path.abspath(fs.filename)):
+            user = fs
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc)[:MAX_REASON_TEXT],
+        "path": os.path.abspath(user.filename) if user else None,
+        "line": user.lineno if user and user.lineno else None,
+        "traceback": text[-MAX_TRACEBACK_TEXT:],
+    }
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code
+    return 1
+
+
+def _parse_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    options: dict[str, str] = {}
+    index = 0
+    while index < len(argv) and argv[index] != "--":
+        flag = argv[index]
+        if flag in ("--report", "--torch-trace", "--rebuild") and index + 1 < len(argv):
+            options[flag[2:]] = argv[index + 1]
+            index += 2
+        else:
+            raise SystemExit(f"dynamo-lens shim: unknown option {flag!r}\n{__doc__.splitlines()[2] if __doc__ else ''}")
+    return options, argv[index + 1 :]
+
+
+def main(argv: list[str]) -> int:
+    options, target = _parse_args(argv)
+    if "rebuild" in options:
+        report = options["rebuild"]
+        write_json_atomically(rebuild_report(report + EVENTS_SUFFIX), report)
+        return 0
+    if "report" not in options or not target or (target[0] == "-m" and len(target) < 2):
+        sys.stderr.write("usage: shim.py --report OUT.json [--torch-trace DIR] -- (script.py | -m module) [args...]\n")
+        return 2
+    if "torch-trace" in options:
+        os.environ["TORCH_TRACE"] = os.path.abspath(options["torch-trace"])
+    report_path = os.path.abspath(options["report"])
+
+    collector = Collector(report_path, list(target))
+    collector.start()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=collector.detach_in_child)
+    previous_term = signal.getsignal(signal.SIGTERM)
+    if previous_term in (signal.SIG_DFL, None):
+
+        def on_term(signum: int, frame: types.FrameType | None) -> None:
+            collector.finish("signal", -signum, None)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, on_term)
+
+    if target[0] == "-m":
+        module, args = target[1], target[2:]
+        sys.argv = [module, *args]
+        sys.path[0] = os.getcwd()
+
+        def run() -> None:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+    else:
+        script = os.path.abspath(target[0])
+        if not os.path.exists(script):
+            sys.stderr.write(f"{sys.executable}: can't open file {script!r}: [Errno 2] No such file or directory\n")
+            error = {"type": "FileNotFoundError", "message": f"can't open file {script!r}", "path": None, "line": None}
+            collector.finish("exception", 2, {**error, "traceback": ""})
+            return 2
+        sys.argv = list(target)
+        sys.path[0] = os.path.dirname(script)
+
+        def run() -> None:
+            runpy.run_path(script, run_name="__main__")
+
+    try:
+        run()
+    except SystemExit as exc:
+        collector.finish("sys_exit", _exit_code(exc.code), None)
+        raise
+    except KeyboardInterrupt as exc:
+        tb = _user_traceback(exc.__traceback__)
+        collector.finish("keyboard_interrupt", 130, _error_event(exc, tb, collector.policy))
+        sys.excepthook(type(exc), exc, tb)
+        return 130
+    except BaseException as exc:
+        tb = _user_traceback(exc.__traceback__)
+        collector.finish("exception", 1, _error_event(exc, tb, collector.policy))
+        sys.excepthook(type(exc), exc, tb)
+        return 1
+    collector.finish("returned", 0, None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
