@@ -1,0 +1,142 @@
+"""Static analysis: source text in, findings out. Never imports torch.
+
+Two passes, so that files can be summarised in parallel processes and cached by content hash:
+
+* :func:`summarize` (per file, pure, never raises): one ``ast.parse`` and one walk record the file's imports and
+  aliases, classes, functions, compile sites and each check's candidates in a picklable :class:`FileSummary`.
+* :func:`link` (whole workspace, cheap): builds the :class:`~dynamo_lens.static.index.WorkspaceIndex` (names across
+  files, ``nn.Module`` subclasses, what each compile site compiles and reaches) and lets every check judge its
+  candidates. Severity is the rule's when a compile site reaches the code, ``hint`` otherwise.
+
+Suppression comments, settings, walking directories and caching live outside this package (``dynamo_lens.scan``).
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from collections.abc import Sequence
+
+from dynamo_lens.model import Finding
+from dynamo_lens.static.checks import all_checks, checks_by_code
+from dynamo_lens.static.compile_sites import find_compile_sites
+from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.index import WorkspaceIndex
+from dynamo_lens.static.positions import LineIndex
+from dynamo_lens.static.summary import Candidate, FileSummary
+from dynamo_lens.static.walk import Walker
+
+__all__ = ["FileSummary", "WorkspaceIndex", "link", "might_matter", "summarize"]
+
+_log = logging.getLogger(__name__)
+
+_RELEVANT_WORDS = ("import", "def", "class", "lambda", "compile", "self")
+
+
+def might_matter(text: str) -> bool:
+    """Cheap text prefilter: False only for files that can hold nothing any check or the index uses.
+
+    A file matters if it can define a callable or class (``def``, ``class``, ``lambda``), bind or re-export a name
+    another file imports (``import``), compile something (``compile``) or touch module state (``self``). Files with
+    none of these words (data tables, constants, empty ``__init__.py``) are skipped without parsing.
+    """
+    return any(word in text for word in _RELEVANT_WORDS)
+
+
+def summarize(path: str, text: str) -> FileSummary:
+    """The per-file facts of ``text`` (the content of ``path``). Never raises.
+
+    A syntax error gives a summary with ``error`` set that keeps what the lines above the error define (the
+    editor calls this while the user types).
+    """
+    if not might_matter(text):
+        return FileSummary(path, skipped=True)
+    error: str | None = None
+    tree: ast.Module | None
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        error = f"SyntaxError: {exc.msg} (line {exc.lineno})"
+        tree = _parse_prefix(text, exc.lineno)
+    except (ValueError, MemoryError, RecursionError) as exc:  # null bytes, absurd nesting
+        return FileSummary(path, error=f"{type(exc).__name__}: {exc}")
+    if tree is None:
+        return FileSummary(path, error=error)
+    try:
+        return _summarize_tree(path, text, tree, error)
+    except RecursionError:
+        return FileSummary(path, error="RecursionError: expression nested too deeply to analyse")
+
+
+def _summarize_tree(path: str, text: str, tree: ast.Module, error: str | None) -> FileSummary:
+    ctx = FileContext(path, text, tree, LineIndex(path, text))
+    walker = Walker(ctx)
+    walker.run()
+    classes, functions, instances = walker.finish()
+    ctx.compile_sites = find_compile_sites(ctx, walker.decorated, instances)
+    candidates: list[Candidate] = []
+    for check in all_checks():
+        if check.collect is None:
+            continue
+        try:
+            candidates.extend(check.collect(ctx))
+        except RecursionError:
+            raise
+        except Exception:  # a bug in one check must not cost the user every other finding
+            _log.exception("check %s failed on %s", check.code, path)
+    return FileSummary(
+        path=path,
+        error=error,
+        imports=tuple(ctx.aliases.items()),
+        classes=classes,
+        functions=functions,
+        instances=instances,
+        compile_sites=ctx.compile_sites,
+        candidates=tuple(candidates),
+        import_end=walker.import_end,
+    )
+
+
+def _parse_prefix(text: str, error_line: int | None) -> ast.Module | None:
+    """Parse the lines above a syntax error, dropping the unfinished top-level statement if needed."""
+    if not error_line or error_line <= 1:
+        return None
+    lines = text.splitlines(keepends=True)[: error_line - 1]
+    for _ in range(2):
+        try:
+            return ast.parse("".join(lines))
+        except (SyntaxError, ValueError, RecursionError):
+            # Drop back to the start of the last top-level statement and try once more.
+            starts = [
+                i for i, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "\n", "\r", "#", ")", "]", "}")
+            ]
+            if not starts:
+                return None
+            lines = lines[: starts[-1]]
+    return None
+
+
+def link(summaries: Sequence[FileSummary]) -> list[Finding]:
+    """Every finding for the workspace made of ``summaries``, sorted by path, line, column and code."""
+    index = WorkspaceIndex(summaries)
+    by_code: dict[str, list[Candidate]] = {}
+    for summary in summaries:
+        for candidate in summary.candidates:
+            by_code.setdefault(candidate.code, []).append(candidate)
+    findings: dict[tuple[str, str, int, int, int, int], Finding] = {}
+    checks = checks_by_code()
+    for check in checks.values():
+        try:
+            produced: list[Finding] = []
+            if check.judge is not None:
+                for candidate in by_code.get(check.code, ()):
+                    produced.extend(check.judge(candidate, index))
+            if check.judge_workspace is not None:
+                produced.extend(check.judge_workspace(index))
+        except Exception:  # one broken check must not hide the others
+            _log.exception("check %s failed while linking", check.code)
+            continue
+        for finding in produced:
+            s = finding.span
+            findings.setdefault((finding.code, s.path, s.line, s.column, s.end_line, s.end_column), finding)
+    return sorted(findings.values(), key=Finding.sort_key)

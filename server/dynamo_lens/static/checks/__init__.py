@@ -1,0 +1,101 @@
+"""Static checks: one module per code, discovered like the rules.
+
+How to write a check (S2a/S2b: this is all you need)
+====================================================
+
+Create ``static/checks/dlNNN_<name>.py`` (same name as ``rules/dlNNN_<name>.py``, which holds the docs) with::
+
+    from dynamo_lens.rules.dl201_compile_in_loop import RULE
+    from dynamo_lens.static.checks import Check
+    from dynamo_lens.static.context import FileContext
+    from dynamo_lens.static.index import WorkspaceIndex
+    from dynamo_lens.static.summary import Candidate
+
+    @dataclass(frozen=True, slots=True)
+    class InLoop(Candidate):          # your per-file facts: plain, picklable, no AST nodes
+        scope: str                    # e.g. the enclosing function's qualname
+
+    def collect(ctx: FileContext) -> Iterable[Candidate]:        # per file, AST available, runs in a worker
+        for at in ctx.nodes(ast.Call):                           # NodeAt: .node .scope .loop_depth .branch_depth
+            ...
+            yield InLoop(RULE.code, ctx.span(at.node), at.scope.qualname)
+
+    def judge(candidate: InLoop, index: WorkspaceIndex) -> Iterable[Finding]:   # link time, no AST
+        sites = index.sites_for_scope(candidate.span.path, candidate.scope)
+        yield index.finding(RULE, candidate.span, "message ...", sites)
+
+    CHECK = Check(RULE.code, collect=collect, judge=judge)
+
+``judge`` receives only the candidates whose ``code`` is yours. A check that needs the whole workspace at once
+(rather than one candidate at a time) sets ``judge_workspace=fn(index) -> Iterable[Finding]`` instead.
+
+What ``collect`` gets (``static/context.py``, :class:`FileContext`):
+  ``ctx.path``, ``ctx.text``, ``ctx.tree``; ``ctx.nodes(ast.Call, ast.If, ...)``: every statement, Call and Lambda
+  with its :class:`Scope` (``qualname`` ``""`` for module level, ``"Model.forward"``; ``kind``; ``params``; ``parent``;
+  ``class_name``) and loop/branch depth — never walk the whole tree again; ``ctx.span(node)`` (1-based character
+  columns); ``ctx.source(node)``; ``ctx.resolve(expr)`` → absolute dotted name through aliases
+  (``"torch.compile"``, ``"torch._dynamo.reset"``) or None; ``ctx.ref(expr, scope)`` → :class:`Ref` (also local
+  definitions and relative imports); ``ctx.is_torch_compile(expr)``; ``ctx.compile_sites`` (this file's DL001
+  sites, with ``names`` bound to the compiled callable, ``scope``, ``in_loop``, ``options``); ``ctx.torch_name()``.
+
+What ``judge`` gets (``static/index.py``, :class:`WorkspaceIndex`):
+  ``index.finding(rule, span, message, sites, severity=None, related=(), fixes=(), data=None)`` builds the Finding:
+  severity is ``severity or rule.default_severity`` when ``sites`` is non-empty, ``hint`` otherwise, and each site
+  becomes a "compiled here" related location. Reachability queries (all return tuples of :class:`CompileSite`):
+  ``index.sites_for_scope(path, qualname)`` (a function or ``Class.method``: the sites whose compiled code reaches
+  it), ``index.sites_for_function(path, qualname)``, ``index.sites_for_method(class_key, name)``,
+  ``index.sites_for_class(class_key)`` (compiled instances of it or of a module containing it).
+  Names: ``index.compiled_binding(path, scope, name)`` → the site if ``name`` is a compiled callable (or the instance
+  that was compiled) in that scope or at module level, following imports; ``index.resolve(path, ref)`` →
+  :class:`Symbol` (class / function / instance, in which file); ``index.is_module_class(class_key)``;
+  ``index.class_summary(class_key)``; ``index.find_method(class_key, name)``; ``index.compile_sites()``.
+  A ``ClassKey`` is ``(path, qualname)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dynamo_lens.model import Finding
+    from dynamo_lens.static.context import FileContext
+    from dynamo_lens.static.index import WorkspaceIndex
+    from dynamo_lens.static.summary import Candidate
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """The functions the framework calls for one code. Every function is optional."""
+
+    code: str
+    collect: Callable[[FileContext], Iterable[Candidate]] | None = None
+    judge: Callable[[Any, WorkspaceIndex], Iterable[Finding]] | None = None
+    """Called once per candidate of this code (typed ``Any`` so a check can annotate its own Candidate subclass)."""
+    judge_workspace: Callable[[WorkspaceIndex], Iterable[Finding]] | None = None
+
+
+@cache
+def all_checks() -> tuple[Check, ...]:
+    """Every check, in code order."""
+    import dynamo_lens.static.checks as package
+
+    checks: dict[str, Check] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("dl"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        check: Check = module.CHECK
+        if check.code in checks:
+            raise RuntimeError(f"duplicate check for {check.code} in {info.name}")
+        checks[check.code] = check
+    return tuple(checks[code] for code in sorted(checks))
+
+
+@cache
+def checks_by_code() -> dict[str, Check]:
+    return {check.code: check for check in all_checks()}

@@ -1,0 +1,147 @@
+"""What a check sees of one file while ``summarize`` runs: the tree, positions, names and the nodes by type.
+
+A :class:`FileContext` is built by one walk of the tree (``static/walk.py``); checks never walk the whole tree
+again, they ask for the nodes they care about with :meth:`FileContext.nodes`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dynamo_lens.model import Span
+from dynamo_lens.static.positions import LineIndex
+from dynamo_lens.static.summary import LOCAL, CompileSite, Ref
+
+TORCH_COMPILE = "torch.compile"
+DYNAMO_OPTIMIZE = ("torch._dynamo.optimize", "torch._dynamo.eval_frame.optimize")
+PARTIAL = "functools.partial"
+DISABLE_DECORATORS = frozenset(
+    {"torch.compiler.disable", "torch._dynamo.disable", "torch._dynamo.eval_frame.disable", "torch.jit.ignore"}
+)
+
+
+@dataclass(slots=True, eq=False)
+class Scope:
+    """A module, class or function body. ``qualname`` is ``""`` for the module, ``Model.forward`` for a method."""
+
+    kind: str  # "module" | "class" | "function"
+    qualname: str
+    node: ast.AST
+    parent: Scope | None
+    params: frozenset[str] = frozenset()
+    """Parameter names of a function scope."""
+
+    @property
+    def class_name(self) -> str | None:
+        """The class whose method this scope is (directly), if any."""
+        if self.kind == "function" and self.parent is not None and self.parent.kind == "class":
+            return self.parent.qualname
+        return None
+
+    @property
+    def function(self) -> Scope | None:
+        """The innermost function scope containing this scope (itself if it is one)."""
+        scope: Scope | None = self
+        while scope is not None and scope.kind != "function":
+            scope = scope.parent
+        return scope
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAt:
+    """A recorded node with where it sits: its scope and how many loops of that scope enclose it."""
+
+    node: ast.AST
+    scope: Scope
+    loop_depth: int
+    branch_depth: int
+    """``if``/``try``/loop bodies of the scope that enclose it (0 = always executed when the scope runs)."""
+
+
+@dataclass(slots=True, eq=False)
+class FileContext:
+    """Everything a check's ``collect`` may use. Built once per file; read-only for checks."""
+
+    path: str
+    text: str
+    tree: ast.Module
+    lines: LineIndex
+    aliases: dict[str, Ref] = field(default_factory=dict)
+    """Every name bound by an import or an alias assignment, flattened over scopes (last binding wins)."""
+    compile_partials: set[str] = field(default_factory=set)
+    """Names bound to ``functools.partial(torch.compile, ...)``: calling them compiles."""
+    local_defs: dict[str, dict[str, str]] = field(default_factory=dict)
+    """scope qualname → {simple name: qualname} for classes and functions defined in that scope."""
+    by_type: dict[type[ast.AST], list[NodeAt]] = field(default_factory=dict)
+    assigned_names: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """id(value node) → the plain names it is assigned to (``cm = torch.compile(m)`` → ``("cm",)``)."""
+    compile_sites: tuple[CompileSite, ...] = ()
+    """Filled after the walk; checks may use them (``DL201`` looks at ``in_loop``)."""
+
+    # -- nodes -------------------------------------------------------------------------------------------------
+    def nodes(self, *types: type[ast.AST]) -> Sequence[NodeAt]:
+        """Recorded nodes of the given types in source order. Every statement type, ``Call`` and ``Lambda`` are
+        recorded; nothing else (ask the framework owner before relying on another type)."""
+        if len(types) == 1:
+            return self.by_type.get(types[0], ())
+        found = [n for t in types for n in self.by_type.get(t, ())]
+        found.sort(key=lambda n: (n.node.lineno, n.node.col_offset))  # type: ignore[attr-defined]
+        return found
+
+    def span(self, node: ast.AST) -> Span:
+        return self.lines.span(node)
+
+    def source(self, node: ast.AST, limit: int = 80) -> str:
+        return self.lines.source(node, limit)
+
+    # -- names -------------------------------------------------------------------------------------------------
+    def ref(self, expr: ast.AST, scope: Scope | None = None) -> Ref | None:
+        """What a (dotted) name expression refers to: an import path, or a class/function defined in this file.
+
+        ``T.nn.Module`` with ``import torch as T`` → ``Ref("torch.nn.Module")``; ``Model`` defined here →
+        ``Ref("Model", LOCAL)``; ``from .model import Model`` → ``Ref("model.Model", 1)``. None for anything else
+        (a parameter, a call, a subscript)."""
+        parts: list[str] = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return None
+        parts.reverse()
+        name = expr.id
+        local = self._local_def(name, scope)
+        if local is not None:
+            return Ref(".".join([local, *parts]), LOCAL)
+        alias = self.aliases.get(name)
+        if alias is None:
+            return None
+        if not parts:
+            return alias
+        return Ref(f"{alias.dotted}.{'.'.join(parts)}" if alias.dotted else ".".join(parts), alias.level)
+
+    def resolve(self, expr: ast.AST, scope: Scope | None = None) -> str | None:
+        """The absolute dotted name of an imported thing (``torch.compile``), or None (locals, relative imports)."""
+        ref = self.ref(expr, scope)
+        return ref.dotted if ref is not None and ref.level == 0 else None
+
+    def is_torch_compile(self, expr: ast.AST) -> bool:
+        """``expr`` is ``torch.compile`` under any alias (``T.compile``, ``tc``, ``compiler = torch.compile``)."""
+        return self.resolve(expr) == TORCH_COMPILE
+
+    def torch_name(self) -> str | None:
+        """The local name bound to the ``torch`` package (for fixes that insert torch code), if any."""
+        for name, ref in self.aliases.items():
+            if ref.level == 0 and ref.dotted == "torch":
+                return name
+        return None
+
+    def _local_def(self, name: str, scope: Scope | None) -> str | None:
+        while scope is not None:
+            if scope.kind != "class":
+                found = self.local_defs.get(scope.qualname, {}).get(name)
+                if found is not None:
+                    return found
+            scope = scope.parent
+        return self.local_defs.get("", {}).get(name)

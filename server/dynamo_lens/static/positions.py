@@ -1,0 +1,68 @@
+"""``ast`` positions (1-based lines, 0-based UTF-8 *byte* columns) → :class:`~dynamo_lens.model.Span` (1-based
+*character* columns, exclusive end). The only place in ``static`` that knows about bytes."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from dynamo_lens.model import Span
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class LineIndex:
+    """Converts byte columns of one file to character columns; free for ASCII text, cached per line otherwise."""
+
+    __slots__ = ("_ascii", "_encoded", "_lines", "_text", "path")
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self._text = text
+        self._ascii = text.isascii()
+        self._lines: list[str] | None = None
+        self._encoded: dict[int, bytes] = {}
+
+    def column(self, line: int, byte_column: int) -> int:
+        """1-based character column of ``byte_column`` (0-based, UTF-8) on 1-based ``line``."""
+        if self._ascii or byte_column == 0:
+            return byte_column + 1
+        return len(self._line_bytes(line)[:byte_column].decode("utf-8", "replace")) + 1
+
+    def span(self, node: ast.AST) -> Span:
+        """The span of an ``ast`` expression or statement."""
+        line: int = node.lineno  # type: ignore[attr-defined]
+        end_line: int = node.end_lineno or line  # type: ignore[attr-defined]
+        start: int = node.col_offset  # type: ignore[attr-defined]
+        end: int | None = node.end_col_offset  # type: ignore[attr-defined]
+        return Span(
+            self.path,
+            line,
+            self.column(line, start),
+            end_line,
+            self.column(end_line, start if end is None else end),
+        )
+
+    def source(self, node: ast.AST, limit: int = 80) -> str:
+        """The source text of ``node`` on one line (cut to ``limit`` characters)."""
+        line: int = node.lineno  # type: ignore[attr-defined]
+        end_line = node.end_lineno  # type: ignore[attr-defined]
+        end = node.end_col_offset  # type: ignore[attr-defined]
+        if end_line == line and end is not None:
+            raw = self._line_bytes(line)[node.col_offset : end]  # type: ignore[attr-defined]
+            segment = raw.decode("utf-8", "replace")
+        else:
+            try:
+                segment = " ".join(ast.unparse(node).split())
+            except Exception:  # a node the unparser does not accept
+                return ""
+        return segment if len(segment) <= limit else segment[: limit - 1] + "…"
+
+    def _line_bytes(self, line: int) -> bytes:
+        encoded = self._encoded.get(line)
+        if encoded is None:
+            if self._lines is None:
+                self._lines = _LINE_BREAK.split(self._text)
+            text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+            encoded = self._encoded[line] = text.encode("utf-8", "surrogatepass")
+        return encoded

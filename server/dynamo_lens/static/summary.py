@@ -1,0 +1,233 @@
+"""The per-file facts that ``summarize`` records and ``link`` consumes.
+
+Everything here is plain frozen data (strings, ints, tuples, nested dataclasses) so that a :class:`FileSummary`
+pickles cheaply across worker processes and can be cached by content hash. No AST node is ever stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from dynamo_lens.model import Span
+
+LOCAL = -1
+"""``Ref.level`` of a name defined in the file itself (not imported)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A name as one file sees it, after import aliases are applied.
+
+    ``level == LOCAL``: ``dotted`` is a qualified name defined in this file (``Model``, ``Outer.Inner``).
+    ``level == 0``: an absolute dotted path (``torch.nn.Module``, ``pkg.model.Model``).
+    ``level > 0``: relative to the file's package, as in ``from ..model import Model`` (``dotted='model.Model'``).
+    """
+
+    dotted: str
+    level: int = 0
+
+    @property
+    def is_local(self) -> bool:
+        return self.level == LOCAL
+
+    @property
+    def last(self) -> str:
+        return self.dotted.rpartition(".")[2]
+
+
+AttrKind = Literal[
+    "int", "float", "bool", "str", "none", "tensor", "parameter", "buffer", "list", "dict", "set", "tuple",
+    "submodule", "unknown",
+]  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class AttrInit:
+    """``self.<name> = <value>`` (or ``register_buffer``/``register_parameter``) in ``__init__``."""
+
+    name: str
+    kind: AttrKind
+    span: Span
+    """The target (``self.steps``) or the ``register_*`` call."""
+    statement: Span
+    """The whole statement, for fixes that rewrite it."""
+    value_text: str
+    """Source of the value (``0``, ``[]``), cut to 80 characters."""
+    constructors: tuple[Ref, ...] = ()
+    """Callables called in the value (``Block`` in ``nn.ModuleList([Block() for _ in range(4)])``)."""
+    keys: tuple[str, ...] = ()
+    """Constant string keys of a dict literal value."""
+
+
+EventKind = Literal["read", "write", "aug", "mutate", "inplace", "call", "setattr"]
+
+
+@dataclass(frozen=True, slots=True)
+class StateEvent:
+    """One access to ``self.<attr>`` inside a method body, in evaluation order.
+
+    * ``read``: the attribute is loaded. ``write``: ``self.x = value`` (``value_kind`` says what the value looks
+      like; ``detail`` is ``"self"`` when the value reads the attribute itself, ``"const"`` for a literal, ``"del"``
+      for ``del self.x``). ``aug``: ``self.x op= value`` (a read and a write).
+    * ``mutate``: a container mutation that reads the attribute: ``detail`` is the method (``append``) or
+      ``setitem:const``/``setitem:var``/``delitem``. ``inplace``: an in-place tensor method (``add_``).
+    * ``call``: ``self.<attr>(...)`` (a method, or a submodule call). ``setattr``: ``setattr(self, name, value)``
+      with a non-constant name (``attr`` is the name's source text).
+    """
+
+    kind: EventKind
+    attr: str
+    span: Span
+    definite: bool
+    """Executed on every path through the method up to here (not under ``if``/loops/``try``, no early exit before)."""
+    value_kind: AttrKind = "unknown"
+    detail: str = ""
+    text: str = ""
+    """Extra source text: the ``op=`` right-hand side, the constant key of ``setitem``, the ``setattr`` name."""
+    after_exit: bool = False
+    """A ``return``/``raise`` under a branch precedes it: callers cannot rely on it having run."""
+    ctor: Ref | None = None
+    """For ``write``: the callable called by the value (``nn.Linear`` in ``self.sub = nn.Linear(4, 4)``)."""
+    statement: Span | None = None
+    """For ``aug``: the whole statement (fixes rewrite it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRef:
+    """A call of a plain or dotted name (``helper(x)``, ``nn.Linear(4, 4)``) and where it is."""
+
+    ref: Ref
+    span: Span
+
+
+MethodKind = Literal["method", "property", "staticmethod", "classmethod"]
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSummary:
+    name: str
+    span: Span
+    """The ``def`` line's name."""
+    kind: MethodKind
+    disabled: bool
+    """Decorated with ``torch.compiler.disable`` / ``torch._dynamo.disable``: Dynamo never traces it."""
+    events: tuple[StateEvent, ...]
+    calls: tuple[CallRef, ...]
+    """Calls of names that are not ``self``'s (``helper(x)``, ``utils.helper(x)``, ``nn.Linear(4, 4)``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClassSummary:
+    qualname: str
+    span: Span
+    bases: tuple[Ref | None, ...]
+    """Resolved base expressions; None for an expression that is not a (dotted) name."""
+    methods: tuple[MethodSummary, ...]
+    init_attrs: tuple[AttrInit, ...]
+    class_attrs: tuple[str, ...]
+    """Names bound in the class body (assignments, annotations)."""
+    body_start: Span
+    """The first statement of the class body (where a fix can insert lines)."""
+
+    def method(self, name: str) -> MethodSummary | None:
+        for method in self.methods:
+            if method.name == name:
+                return method
+        return None
+
+    def init_attr(self, name: str) -> AttrInit | None:
+        for attr in self.init_attrs:
+            if attr.name == name:
+                return attr
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSummary:
+    """A function that is not a method (module level or nested)."""
+
+    qualname: str
+    span: Span
+    calls: tuple[CallRef, ...]
+    disabled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceBinding:
+    """``name = Callee(...)`` in ``scope`` (``""`` = module): maybe an instance of a class."""
+
+    scope: str
+    name: str
+    callee: Ref
+    span: Span
+
+
+TargetKind = Literal["function", "method", "instance", "class", "name", "self_attr", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompileTarget:
+    """What a compile site compiles, as a reference that ``link`` resolves.
+
+    * ``function``: ``ref`` names a function (local or imported, or a name whose binding is unknown yet).
+    * ``method``: ``ref`` is the class, ``member`` the method (``@torch.compile`` on a method,
+      ``torch.compile(m.forward)``).
+    * ``instance``: ``ref`` is the class whose instance is compiled (``torch.compile(Model())``, ``m = Model(); ...``).
+    * ``name``: ``ref`` is an imported or unresolved name: a function, a class or a module-level instance elsewhere.
+    * ``self_attr``: ``torch.compile(self.model)`` inside class ``ref``: ``member`` is the attribute.
+    * ``unknown``: an expression we cannot follow (a parameter, a call result); ``text`` keeps its source.
+    """
+
+    kind: TargetKind
+    ref: Ref | None
+    member: str = ""
+    text: str = ""
+
+
+CompileForm = Literal["call", "decorator", "method", "optimize", "partial"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompileSite:
+    """One place that compiles something (DL001)."""
+
+    span: Span
+    """The call (``torch.compile(model)``), the decorator expression, or ``model.compile()``."""
+    form: CompileForm
+    target: CompileTarget
+    scope: str
+    """Qualified name of the enclosing function (``""`` at module level)."""
+    names: tuple[str, ...]
+    """Local names that refer to the compiled callable in ``scope``: the assigned name, and the compiled instance's
+    own name (``model.compile()`` compiles ``model`` in place; ``cm = torch.compile(m)`` shares ``m``'s state)."""
+    options: tuple[tuple[str, str], ...]
+    """Keyword arguments as written (``("dynamic", "True")``), source text cut to 80 characters."""
+    in_loop: bool
+    """Evaluated inside a ``for``/``while`` body of its scope."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """Base of the per-file facts a check records for its ``judge``; checks subclass it (frozen, slots)."""
+
+    code: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class FileSummary:
+    path: str
+    error: str | None = None
+    """Why the file could not be (fully) analysed, e.g. ``SyntaxError: ... (line 12)``; facts above it are kept."""
+    imports: tuple[tuple[str, Ref], ...] = ()
+    """Local name → what it refers to, for every import and alias in the file (last binding wins)."""
+    classes: tuple[ClassSummary, ...] = ()
+    functions: tuple[FunctionSummary, ...] = ()
+    instances: tuple[InstanceBinding, ...] = ()
+    compile_sites: tuple[CompileSite, ...] = ()
+    candidates: tuple[Candidate, ...] = ()
+    import_end: int = 1
+    """The line after the last top-level import (where a fix inserts a module-level statement)."""
+    skipped: bool = False
+    """True when the text prefilter decided the file cannot matter (nothing was parsed)."""

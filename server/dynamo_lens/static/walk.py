@@ -1,0 +1,787 @@
+"""The one walk over a file's tree.
+
+It fills the :class:`~dynamo_lens.static.context.FileContext` (aliases, local definitions, nodes by type) and, in
+the same pass, records classes, functions, instance bindings and the ordered ``self.<attr>`` events of every method.
+Names are resolved after the walk (:meth:`Walker.finish`), so that a class used above its definition, or an alias
+assigned below its use, still resolves.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from dynamo_lens.model import Span
+from dynamo_lens.static.context import DISABLE_DECORATORS, PARTIAL, FileContext, NodeAt, Scope
+from dynamo_lens.static.summary import (
+    AttrInit,
+    AttrKind,
+    CallRef,
+    ClassSummary,
+    EventKind,
+    FunctionSummary,
+    InstanceBinding,
+    MethodKind,
+    MethodSummary,
+    Ref,
+    StateEvent,
+)
+
+GROWING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "extendleft"})
+SHRINKING_METHODS = frozenset({"pop", "popitem", "remove", "discard", "clear", "popleft"})
+CONTAINER_METHODS = GROWING_METHODS | SHRINKING_METHODS
+"""Methods that change a container in place: the call reads the attribute (guard) and changes what it holds."""
+
+_TENSOR_METHODS = frozenset(
+    {"detach", "clone", "to", "float", "half", "double", "long", "int", "bool", "contiguous", "view", "reshape",
+     "transpose", "permute", "unsqueeze", "squeeze", "mean", "sum", "softmax", "cpu", "cuda", "flatten", "expand",
+     "new_zeros", "new_ones", "new_empty", "new_full", "type_as", "matmul", "exp", "log", "sqrt", "abs"}
+)  # fmt: skip
+_INT_METHODS = frozenset({"size", "dim", "numel", "ndimension", "nelement", "__len__"})
+_SCALAR_BUILTINS: dict[str, AttrKind] = {"int": "int", "len": "int", "float": "float", "bool": "bool", "str": "str"}
+_CONTAINER_CALLS: dict[str, AttrKind] = {
+    "list": "list", "dict": "dict", "set": "set", "tuple": "tuple", "collections.deque": "list",
+    "collections.OrderedDict": "dict", "collections.defaultdict": "dict", "collections.Counter": "dict",
+}  # fmt: skip
+_PARAMETER_CALLS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+_REGISTER_KIND: dict[str, AttrKind] = {
+    "register_buffer": "buffer", "register_parameter": "parameter", "add_module": "submodule",
+    "register_module": "submodule",
+}  # fmt: skip
+_BRANCHING = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
+
+
+def _is_module_constructor(dotted: str) -> bool:
+    """``torch.nn.Linear`` and friends (a capitalised class under ``torch.nn``, not a Parameter)."""
+    if not dotted.startswith("torch.nn.") or dotted in _PARAMETER_CALLS:
+        return False
+    last = dotted.rpartition(".")[2]
+    return last[:1].isupper() and ".functional." not in dotted and ".init." not in dotted
+
+
+@dataclass(slots=True)
+class _Event:
+    kind: EventKind
+    attr: str
+    node: ast.AST
+    definite: bool
+    after_exit: bool
+    value_kind: AttrKind = "unknown"
+    detail: str = ""
+    text: str = ""
+    ctor: ast.AST | None = None
+    statement: ast.AST | None = None
+
+
+@dataclass(slots=True)
+class _FunctionBuilder:
+    scope: Scope
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    kind: MethodKind
+    disabled: bool
+    self_name: str | None
+    is_init: bool
+    events: list[_Event] = field(default_factory=list)
+    calls: list[tuple[ast.AST, ast.AST]] = field(default_factory=list)
+    branch_depth: int = 0
+    exited: bool = False
+
+
+@dataclass(slots=True)
+class _InitAttr:
+    name: str
+    kind: AttrKind
+    target: ast.AST
+    statement: ast.AST
+    value: ast.AST | None
+    keys: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _ClassBuilder:
+    scope: Scope
+    node: ast.ClassDef
+    outer: Scope
+    methods: list[_FunctionBuilder] = field(default_factory=list)
+    init_attrs: dict[str, _InitAttr] = field(default_factory=dict)
+    class_attrs: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _PendingAlias:
+    name: str
+    value: ast.AST
+    scope: Scope
+
+
+class Walker:
+    """Walks one module once. Use :meth:`run`, then read the results."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.module_scope = Scope("module", "", ctx.tree, None)
+        self.scope = self.module_scope
+        self.loop_depth = 0
+        self.branch_depth = 0
+        self.function: _FunctionBuilder | None = None
+        """The method or function whose body is being walked (None in nested lambdas and at class/module level)."""
+        self.cls: _ClassBuilder | None = None
+        self.classes: list[_ClassBuilder] = []
+        self.functions: list[_FunctionBuilder] = []
+        self.pending_aliases: list[_PendingAlias] = []
+        self.instances: list[tuple[Scope, str, ast.AST, ast.AST]] = []
+        self.decorated: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, Scope]] = []
+        self.import_end = 1
+        self._handlers: dict[type[ast.AST], Callable[[ast.AST], None]] = {
+            ast.Import: self._import,  # type: ignore[dict-item]
+            ast.ImportFrom: self._import_from,  # type: ignore[dict-item]
+            ast.ClassDef: self._class,  # type: ignore[dict-item]
+            ast.FunctionDef: self._function,  # type: ignore[dict-item]
+            ast.AsyncFunctionDef: self._function,  # type: ignore[dict-item]
+            ast.Lambda: self._lambda,  # type: ignore[dict-item]
+            ast.Assign: self._assign,  # type: ignore[dict-item]
+            ast.AnnAssign: self._ann_assign,  # type: ignore[dict-item]
+            ast.AugAssign: self._aug_assign,  # type: ignore[dict-item]
+            ast.Delete: self._delete,  # type: ignore[dict-item]
+            ast.If: self._if,  # type: ignore[dict-item]
+            ast.For: self._for,  # type: ignore[dict-item]
+            ast.AsyncFor: self._for,  # type: ignore[dict-item]
+            ast.While: self._while,  # type: ignore[dict-item]
+            ast.Try: self._try,  # type: ignore[dict-item]
+            ast.Match: self._match,  # type: ignore[dict-item]
+            ast.Return: self._exit,  # type: ignore[dict-item]
+            ast.Raise: self._exit,  # type: ignore[dict-item]
+            ast.Call: self._call,  # type: ignore[dict-item]
+            ast.Attribute: self._attribute,  # type: ignore[dict-item]
+            ast.Name: self._leaf,
+            ast.Constant: self._leaf,
+        }
+        if hasattr(ast, "TryStar"):
+            self._handlers[ast.TryStar] = self._try  # type: ignore[assignment]
+
+    # -- driver ------------------------------------------------------------------------------------------------
+    def run(self) -> None:
+        for statement in self.ctx.tree.body:
+            self.visit(statement)
+            if isinstance(statement, ast.Import | ast.ImportFrom):
+                self.import_end = (statement.end_lineno or statement.lineno) + 1
+
+    def visit(self, node: ast.AST) -> None:
+        kind = type(node)
+        if isinstance(node, ast.stmt | ast.Call | ast.Lambda):
+            bucket = self.ctx.by_type.get(kind)
+            if bucket is None:
+                bucket = self.ctx.by_type[kind] = []
+            bucket.append(NodeAt(node, self.scope, self.loop_depth, self.branch_depth))
+        handler = self._handlers.get(kind)
+        if handler is None:
+            self.generic(node)
+        else:
+            handler(node)
+
+    def generic(self, node: ast.AST) -> None:
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
+    def visit_all(self, nodes: list[ast.stmt] | list[ast.expr]) -> None:
+        for node in nodes:
+            self.visit(node)
+
+    def _leaf(self, node: ast.AST) -> None:
+        return None
+
+    # -- imports and names ---------------------------------------------------------------------------------------
+    def _import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self.ctx.aliases[alias.asname] = Ref(alias.name)
+            else:
+                top = alias.name.partition(".")[0]
+                self.ctx.aliases[top] = Ref(top)
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            dotted = f"{module}.{alias.name}" if module else alias.name
+            self.ctx.aliases[alias.asname or alias.name] = Ref(dotted, node.level)
+
+    def _define(self, name: str) -> str:
+        qualname = f"{self.scope.qualname}.{name}" if self.scope.qualname else name
+        self.ctx.local_defs.setdefault(self.scope.qualname, {})[name] = qualname
+        return qualname
+
+    # -- definitions ---------------------------------------------------------------------------------------------
+    def _class(self, node: ast.ClassDef) -> None:
+        self.visit_all(node.decorator_list)
+        self.visit_all(node.bases)
+        for keyword in node.keywords:
+            self.visit(keyword.value)
+        if node.decorator_list:
+            self.decorated.append((node, self.scope))
+        outer = self.scope
+        scope = Scope("class", self._define(node.name), node, outer)
+        builder = _ClassBuilder(scope, node, outer)
+        self.classes.append(builder)
+        saved = (self.scope, self.cls, self.function, self.loop_depth, self.branch_depth)
+        self.scope, self.cls, self.function, self.loop_depth, self.branch_depth = scope, builder, None, 0, 0
+        for statement in node.body:
+            self.visit(statement)
+            if isinstance(statement, ast.Assign):
+                builder.class_attrs.extend(t.id for t in statement.targets if isinstance(t, ast.Name))
+            elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                builder.class_attrs.append(statement.target.id)
+        self.scope, self.cls, self.function, self.loop_depth, self.branch_depth = saved
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.visit_all(node.decorator_list)
+        args = node.args
+        self.visit_all([d for d in args.defaults if d is not None])
+        self.visit_all([d for d in args.kw_defaults if d is not None])
+        if node.decorator_list:
+            self.decorated.append((node, self.scope))
+        parent = self.scope
+        params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+        if args.vararg:
+            params.append(args.vararg.arg)
+        if args.kwarg:
+            params.append(args.kwarg.arg)
+        scope = Scope("function", self._define(node.name), node, parent, frozenset(params))
+        kind: MethodKind = "method"
+        disabled = False
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            dotted = self.ctx.resolve(target) or (target.id if isinstance(target, ast.Name) else "")
+            if dotted in ("property", "functools.cached_property") or (
+                isinstance(target, ast.Attribute) and target.attr in ("getter",)
+            ):
+                kind = "property"
+            elif dotted == "staticmethod":
+                kind = "staticmethod"
+            elif dotted == "classmethod":
+                kind = "classmethod"
+            elif dotted in DISABLE_DECORATORS:
+                disabled = True
+        in_class = parent.kind == "class" and self.cls is not None
+        positional = [*args.posonlyargs, *args.args]
+        self_name = positional[0].arg if in_class and kind != "staticmethod" and positional else None
+        builder = _FunctionBuilder(
+            scope, node, kind, disabled, self_name if kind != "classmethod" else None, node.name == "__init__"
+        )
+        if in_class and self.cls is not None:
+            self.cls.methods.append(builder)
+        else:
+            self.functions.append(builder)
+        saved = (self.scope, self.function, self.loop_depth, self.branch_depth)
+        self.scope, self.function, self.loop_depth, self.branch_depth = scope, builder, 0, 0
+        self.visit_all(node.body)
+        self.scope, self.function, self.loop_depth, self.branch_depth = saved
+
+    def _lambda(self, node: ast.Lambda) -> None:
+        saved = self.function
+        self.function = None  # a lambda body runs later, not where it is written
+        self.visit(node.body)
+        self.function = saved
+
+    # -- control flow --------------------------------------------------------------------------------------------
+    def _branch(self, bodies: list[list[ast.stmt]], loop: bool = False) -> None:
+        function = self.function
+        self.branch_depth += 1
+        self.loop_depth += loop
+        if function is not None:
+            function.branch_depth += 1
+        for body in bodies:
+            self.visit_all(body)
+        if function is not None:
+            function.branch_depth -= 1
+        self.loop_depth -= loop
+        self.branch_depth -= 1
+
+    def _if(self, node: ast.If) -> None:
+        self.visit(node.test)
+        self._branch([node.body, node.orelse])
+
+    def _for(self, node: ast.For | ast.AsyncFor) -> None:
+        self.visit(node.iter)
+        self.visit(node.target)
+        self._branch([node.body], loop=True)
+        self._branch([node.orelse])
+
+    def _while(self, node: ast.While) -> None:
+        self.visit(node.test)
+        self._branch([node.body], loop=True)
+        self._branch([node.orelse])
+
+    def _try(self, node: ast.Try) -> None:
+        self._branch([node.body])
+        for handler in node.handlers:
+            if handler.type is not None:
+                self.visit(handler.type)
+            self._branch([handler.body])
+        self._branch([node.orelse, node.finalbody])
+
+    def _match(self, node: ast.Match) -> None:
+        self.visit(node.subject)
+        for case in node.cases:
+            if case.guard is not None:
+                self.visit(case.guard)
+            self._branch([case.body])
+
+    def _exit(self, node: ast.Return | ast.Raise) -> None:
+        self.generic(node)
+        if self.function is not None and self.function.branch_depth > 0:
+            self.function.exited = True
+
+    # -- state events --------------------------------------------------------------------------------------------
+    def _self_attr(self, node: ast.AST) -> str | None:
+        """``attr`` when ``node`` is ``self.attr`` in a method body being walked."""
+        function = self.function
+        if (
+            function is not None
+            and function.self_name is not None
+            and isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == function.self_name
+        ):
+            return node.attr
+        return None
+
+    def _event(self, kind: EventKind, attr: str, node: ast.AST, **extra: object) -> _Event | None:
+        function = self.function
+        if function is None:
+            return None
+        event = _Event(kind, attr, node, function.branch_depth == 0, function.exited, **extra)  # type: ignore[arg-type]
+        function.events.append(event)
+        return event
+
+    def _attribute(self, node: ast.Attribute) -> None:
+        attr = self._self_attr(node)
+        if attr is None:
+            self.visit(node.value)
+        elif isinstance(node.ctx, ast.Load):
+            self._event("read", attr, node)
+
+    def _call(self, node: ast.Call) -> None:
+        func = node.func
+        function = self.function
+        if function is not None and function.self_name is not None and self._self_call(node, func):
+            return
+        if isinstance(func, ast.Name | ast.Attribute) and function is not None:
+            function.calls.append((func, node))
+        self.visit(func)
+        self.visit_all(node.args)
+        for keyword in node.keywords:
+            self.visit(keyword.value)
+
+    def _visit_arguments(self, node: ast.Call) -> None:
+        self.visit_all(node.args)
+        for keyword in node.keywords:
+            self.visit(keyword.value)
+
+    def _self_call(self, node: ast.Call, func: ast.expr) -> bool:
+        """Record ``self.m()``, ``self.x.append()``, ``self.buf.add_()``, ``setattr(self, ...)``; True if handled."""
+        if isinstance(func, ast.Attribute):
+            method = self._self_attr(func)
+            if method is not None:  # self.m(...) / self.sub(...)
+                self._visit_arguments(node)
+                register = _REGISTER_KIND.get(method)
+                name = _constant_str(node.args[0]) if register and node.args else None
+                if register and name is not None:
+                    self._register(name, register, node)
+                else:
+                    self._event("call", method, node)
+                return True
+            owner = self._self_attr(func.value)
+            if owner is not None:  # self.attr.method(...)
+                self._visit_arguments(node)
+                name = func.attr
+                if name in CONTAINER_METHODS:
+                    self._event("mutate", owner, node, detail=name)
+                elif name.endswith("_") and not name.startswith("_"):
+                    self._event("inplace", owner, node, detail=name)
+                else:
+                    self._event("read", owner, func.value)
+                return True
+            if (
+                isinstance(func.value, ast.Call)
+                and isinstance(func.value.func, ast.Name)
+                and func.value.func.id == "super"
+            ):
+                self._visit_arguments(node)
+                self._event("call", func.attr, node, detail="super")
+                return True
+            return False
+        if isinstance(func, ast.Name) and func.id in ("setattr", "getattr", "hasattr", "delattr") and node.args:
+            function = self.function
+            if function is None or not (isinstance(node.args[0], ast.Name) and node.args[0].id == function.self_name):
+                return False
+            self._visit_arguments(node)
+            name = _constant_str(node.args[1]) if len(node.args) > 1 else None
+            if func.id == "setattr" and len(node.args) == 3:
+                if name is not None:
+                    self._write(name, node, node.args[2], len(function.events))
+                elif _mentions(node.args[1], function.scope.params):
+                    self._event("setattr", "", node, text=self.ctx.source(node.args[1]))
+            elif func.id == "delattr" and name is not None:
+                self._event("write", name, node, detail="del")
+            elif name is not None:
+                self._event("read", name, node)
+            return True
+        return False
+
+    def _register(self, name: str, kind: AttrKind, node: ast.Call) -> None:
+        function = self.function
+        value = node.args[1] if len(node.args) > 1 else None
+        self._event("write", name, node, value_kind=kind)
+        if function is not None and function.is_init and self.cls is not None:
+            self.cls.init_attrs.setdefault(name, _InitAttr(name, kind, node, node, value, ()))
+
+    # -- assignments ---------------------------------------------------------------------------------------------
+    def _assign(self, node: ast.Assign) -> None:
+        value = node.value
+        function = self.function
+        mark = len(function.events) if function is not None else 0
+        self.visit(value)
+        names = tuple(t.id for t in node.targets if isinstance(t, ast.Name))
+        if names and isinstance(value, ast.Call | ast.Name | ast.Attribute):
+            self.ctx.assigned_names[id(value)] = names
+            if _may_alias(value, self.ctx):
+                self.pending_aliases.extend(_PendingAlias(name, value, self.scope) for name in names)
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
+                self.instances.extend((self.scope, name, value.func, node) for name in names)
+        for target in node.targets:
+            self._store(target, value, node, mark)
+
+    def _ann_assign(self, node: ast.AnnAssign) -> None:
+        function = self.function
+        mark = len(function.events) if function is not None else 0
+        if node.value is not None:
+            self.visit(node.value)
+            self._store(node.target, node.value, node, mark)
+
+    def _aug_assign(self, node: ast.AugAssign) -> None:
+        self.visit(node.value)
+        target = node.target
+        attr = self._self_attr(target)
+        if attr is not None:
+            self._event(
+                "aug",
+                attr,
+                target,
+                value_kind=_classify(node.value, self.ctx),
+                detail=type(node.op).__name__,
+                text=self.ctx.source(node.value),
+                statement=node,
+            )
+        elif isinstance(target, ast.Subscript) and (owner := self._self_attr(target.value)) is not None:
+            self.visit(target.slice)
+            self._event("mutate", owner, target, detail="setitem-aug", text=_key_text(target.slice))
+        else:
+            self.visit(target)
+
+    def _delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            attr = self._self_attr(target)
+            if attr is not None:
+                self._event("write", attr, target, detail="del")
+            elif isinstance(target, ast.Subscript) and (owner := self._self_attr(target.value)) is not None:
+                self.visit(target.slice)
+                self._event("mutate", owner, target, detail="delitem")
+            else:
+                self.visit(target)
+
+    def _store(self, target: ast.AST, value: ast.AST | None, statement: ast.AST, mark: int) -> None:
+        attr = self._self_attr(target)
+        if attr is not None:
+            self._write(attr, target, value, mark, statement)
+            return
+        if isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                self._store(element, None, statement, mark)
+            return
+        if isinstance(target, ast.Starred):
+            self._store(target.value, None, statement, mark)
+            return
+        if isinstance(target, ast.Subscript):
+            owner = self._self_attr(target.value)
+            if owner is not None:
+                self.visit(target.slice)
+                key = _constant_key(target.slice)
+                if owner == "__dict__":  # self.__dict__[k] = v
+                    function = self.function
+                    if key is not None:
+                        self._write(key, target, value, mark, statement)
+                    elif function is not None and _mentions(target.slice, function.scope.params):
+                        self._event("setattr", "", target, text=self.ctx.source(target.slice))
+                else:
+                    self._event("mutate", owner, target, detail="setitem", text=_key_text(target.slice))
+                return
+        self.visit(target)
+
+    def _write(
+        self, attr: str, target: ast.AST, value: ast.AST | None, mark: int, statement: ast.AST | None = None
+    ) -> None:
+        function = self.function
+        if function is None:
+            return
+        kind = _classify(value, self.ctx) if value is not None else "unknown"
+        detail = ""
+        if value is not None:
+            if any(e.attr == attr and e.kind in ("read", "call") for e in function.events[mark:]):
+                detail = "self"
+            elif _is_literal(value):
+                detail = "const"
+        ctor = value.func if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute) else None
+        self._event("write", attr, target, value_kind=kind, detail=detail, ctor=ctor)
+        if function.is_init and self.cls is not None and attr not in self.cls.init_attrs:
+            keys: tuple[str, ...] = ()
+            if isinstance(value, ast.Dict):
+                keys = tuple(k for k in (_constant_key(k) if k is not None else None for k in value.keys) if k)
+            self.cls.init_attrs[attr] = _InitAttr(attr, kind, target, statement or target, value, keys)
+
+    # -- results -------------------------------------------------------------------------------------------------
+    def finish(self) -> tuple[tuple[ClassSummary, ...], tuple[FunctionSummary, ...], tuple[InstanceBinding, ...]]:
+        """Resolve aliases and names (all definitions are known now) and freeze the results."""
+        self._resolve_aliases()
+        classes = tuple(self._freeze_class(c) for c in self.classes)
+        functions = tuple(
+            FunctionSummary(f.scope.qualname, self._name_span(f.node), self._calls(f), f.disabled)
+            for f in self.functions
+        )
+        instances: list[InstanceBinding] = []
+        for scope, name, func, statement in self.instances:
+            ref = self.ctx.ref(func, scope)
+            if ref is not None and not (ref.level == 0 and ref.dotted.startswith("torch.")):
+                instances.append(InstanceBinding(scope.qualname, name, ref, self.ctx.span(statement)))
+        return classes, functions, tuple(instances)
+
+    def _resolve_aliases(self) -> None:
+        """``compiler = torch.compile`` and ``cp = functools.partial(torch.compile, ...)`` bind new names."""
+        ctx = self.ctx
+        for _ in range(2):  # an alias of an alias
+            for pending in self.pending_aliases:
+                value = pending.value
+                if isinstance(value, ast.Call):
+                    if value.args and ctx.resolve(value.func) == PARTIAL and ctx.is_torch_compile(value.args[0]):
+                        ctx.compile_partials.add(pending.name)
+                    continue
+                ref = ctx.ref(value, pending.scope)
+                if ref is not None and ref.level >= 0 and (ref.dotted == "torch" or ref.dotted.startswith("torch.")):
+                    ctx.aliases.setdefault(pending.name, ref)
+
+    def _freeze_class(self, builder: _ClassBuilder) -> ClassSummary:
+        ctx = self.ctx
+        methods = tuple(
+            MethodSummary(
+                name=m.node.name,
+                span=self._name_span(m.node),
+                kind=m.kind,
+                disabled=m.disabled,
+                events=tuple(self._freeze_event(e, m.scope) for e in m.events),
+                calls=self._calls(m),
+            )
+            for m in builder.methods
+        )
+        init_attrs = tuple(self._freeze_init(a, builder.scope) for a in builder.init_attrs.values())
+        body = builder.node.body[0] if builder.node.body else builder.node
+        return ClassSummary(
+            qualname=builder.scope.qualname,
+            span=self._name_span(builder.node),
+            bases=tuple(
+                ctx.ref(b, builder.outer) or (Ref(b.id) if isinstance(b, ast.Name) else None)
+                for b in builder.node.bases
+            ),
+            methods=methods,
+            init_attrs=init_attrs,
+            class_attrs=tuple(builder.class_attrs),
+            body_start=ctx.span(body),
+        )
+
+    def _freeze_event(self, e: _Event, scope: Scope) -> StateEvent:
+        ctx = self.ctx
+        return StateEvent(
+            kind=e.kind,
+            attr=e.attr,
+            span=ctx.span(e.node),
+            definite=e.definite,
+            value_kind=e.value_kind,
+            detail=e.detail,
+            text=e.text,
+            after_exit=e.after_exit,
+            ctor=ctx.ref(e.ctor, scope) if e.ctor is not None else None,
+            statement=ctx.span(e.statement) if e.statement is not None else None,
+        )
+
+    def _freeze_init(self, a: _InitAttr, class_scope: Scope) -> AttrInit:
+        ctx = self.ctx
+        scope = class_scope.parent
+        constructors: list[Ref] = []
+        kind = a.kind
+        if a.value is not None:
+            for node in ast.walk(a.value):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
+                    ref = ctx.ref(node.func, scope)
+                    if ref is not None and ref not in constructors:
+                        constructors.append(ref)
+        return AttrInit(
+            name=a.name,
+            kind=kind,
+            span=ctx.span(a.target),
+            statement=ctx.span(a.statement),
+            value_text=ctx.source(a.value) if a.value is not None else "",
+            constructors=tuple(constructors),
+            keys=a.keys,
+        )
+
+    def _calls(self, builder: _FunctionBuilder) -> tuple[CallRef, ...]:
+        ctx = self.ctx
+        calls: list[CallRef] = []
+        for func, call in builder.calls:
+            ref = ctx.ref(func, builder.scope)
+            if ref is not None:
+                calls.append(CallRef(ref, ctx.span(call)))
+        return tuple(calls)
+
+    def _name_span(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Span:
+        """The span of the name in ``def name`` / ``class name`` (what editors underline)."""
+        line = node.lineno
+        prefix = (
+            "class "
+            if isinstance(node, ast.ClassDef)
+            else "async def "
+            if isinstance(node, ast.AsyncFunctionDef)
+            else "def "
+        )
+        column = self.ctx.lines.column(line, node.col_offset) + len(prefix)
+        return Span(self.ctx.path, line, column, line, column + len(node.name))
+
+
+# -- value classification --------------------------------------------------------------------------------------
+
+
+def _constant_str(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _constant_key(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str | int) and not isinstance(node.value, bool):
+        return repr(node.value)
+    return None
+
+
+def _key_text(node: ast.AST) -> str:
+    """``'k'`` for a constant key, ``""`` for a computed one."""
+    return _constant_key(node) or ""
+
+
+def _may_alias(value: ast.AST, ctx: FileContext) -> bool:
+    """Cheap test: could ``name = value`` make ``name`` an alias of a torch name or of a compile partial?"""
+    if isinstance(value, ast.Call):
+        func = value.func
+        return (isinstance(func, ast.Name) and func.id == "partial") or (
+            isinstance(func, ast.Attribute) and func.attr == "partial"
+        )
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    return isinstance(value, ast.Name) and value.id in ctx.aliases
+
+
+def _mentions(node: ast.AST, names: frozenset[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _is_literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return True
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return all(_is_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(
+            k is not None and _is_literal(k) and _is_literal(v) for k, v in zip(node.keys, node.values, strict=True)
+        )
+    return False
+
+
+def _classify(node: ast.AST | None, ctx: FileContext) -> AttrKind:
+    """What kind of value an expression evaluates to, as far as the text says (``unknown`` when unsure)."""
+    if node is None:
+        return "unknown"
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if value is None:
+            return "none"
+        if isinstance(value, bool):
+            return "bool"
+        if isinstance(value, int):
+            return "int"
+        if isinstance(value, float):
+            return "float"
+        if isinstance(value, str):
+            return "str"
+        return "unknown"
+    if isinstance(node, ast.UnaryOp):
+        if isinstance(node.op, ast.Not):
+            return "bool"
+        return _classify(node.operand, ctx) if isinstance(node.operand, ast.Constant) else "unknown"
+    if isinstance(node, ast.List | ast.ListComp):
+        return "list"
+    if isinstance(node, ast.Dict | ast.DictComp):
+        return "dict"
+    if isinstance(node, ast.Set | ast.SetComp):
+        return "set"
+    if isinstance(node, ast.Tuple):
+        return "tuple"
+    if isinstance(node, ast.Compare) and all(
+        isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in node.ops
+    ):
+        return "bool"
+    if isinstance(node, ast.IfExp):
+        body, orelse = _classify(node.body, ctx), _classify(node.orelse, ctx)
+        return body if body == orelse else "unknown"
+    if isinstance(node, ast.BinOp):
+        left, right = _classify(node.left, ctx), _classify(node.right, ctx)
+        if "tensor" in (left, right):
+            return "tensor"
+        if left in ("int", "float") and right in ("int", "float"):
+            return "float" if "float" in (left, right) or isinstance(node.op, ast.Div) else "int"
+        if left == right and left in ("str", "list", "tuple"):
+            return left
+        return "unknown"
+    if isinstance(node, ast.Subscript):
+        indexed = node.value
+        return "int" if isinstance(indexed, ast.Attribute) and indexed.attr == "shape" else "unknown"
+    if isinstance(node, ast.JoinedStr):
+        return "str"
+    if isinstance(node, ast.Call):
+        func = node.func
+        dotted = ctx.resolve(func)
+        if dotted is None and isinstance(func, ast.Name):
+            dotted = func.id
+        if dotted is not None:
+            if dotted in _SCALAR_BUILTINS:
+                return _SCALAR_BUILTINS[dotted]
+            if dotted in _CONTAINER_CALLS:
+                return _CONTAINER_CALLS[dotted]
+            if dotted in _PARAMETER_CALLS:
+                return "parameter"
+            if _is_module_constructor(dotted):
+                return "submodule"
+            if dotted.startswith("torch.") and dotted.rpartition(".")[2][:1].islower():
+                return "tensor"
+        if isinstance(func, ast.Attribute):
+            if func.attr in _INT_METHODS and (func.attr != "size" or node.args):
+                return "int"  # x.size(1), x.dim(), x.numel(); x.size() is a torch.Size
+            if func.attr in _TENSOR_METHODS:
+                return "tensor"
+        return "unknown"
+    return "unknown"
