@@ -1,0 +1,252 @@
+"""``dynamo-lens run``: run a script or module under the shim, then show what Dynamo compiled and why it recompiled.
+
+Everything after the script (or after ``-m MODULE``) belongs to the target: ``dynamo-lens run --timeout 60 train.py
+--epochs 2`` passes ``--epochs 2`` to ``train.py``; ``dynamo-lens run -m pytest -x tests/test_model.py``; a leading
+``--`` is allowed (``dynamo-lens run -- train.py``).
+
+Exit code: the script's own, except that a script that exited 0 but exceeded a ``--max-*`` budget exits 1 (a
+failing script keeps its code, so a crash is never reported as a mere budget problem); 2 when the run could not
+start (no interpreter, no script, bad usage); 128+N when the script was killed by signal N.
+
+With ``--format json`` or ``sarif`` our standard output carries only that document; the script's own standard
+output is forwarded to standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from dynamo_lens.model import Finding
+from dynamo_lens.output.json_document import render_json
+from dynamo_lens.output.paths import display_path
+from dynamo_lens.output.sarif import render_sarif
+from dynamo_lens.runtime.attribution import FrameStats, frame_stats
+from dynamo_lens.runtime.guard_diff import readable_guard_text
+from dynamo_lens.runtime.report import RunReport
+from dynamo_lens.runtime.runner import RunOutcome, Target, passthrough, run
+
+DEFAULT_REPORT = Path(".dynamo-lens") / "last-run.json"
+EXIT_BUDGET = 1
+EXIT_USAGE = 2
+
+
+def add_parser(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "run",
+        help="run a script under Dynamo Lens and report recompiles and graph breaks",
+        description=(
+            "Run SCRIPT (or -m MODULE) with the given interpreter under Dynamo Lens' shim, print the script's output "
+            "as it runs, then a summary per compiled frame: compiles, recompiles with the culprit line and guard, "
+            "graph breaks, recompile-limit hits and compile time."
+        ),
+        usage="dynamo-lens run [options] (SCRIPT | -m MODULE) [ARGS ...]",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=DEFAULT_REPORT,
+        metavar="FILE",
+        help=f"where to write the run report (dynamo-lens.run v1 JSON); default: {DEFAULT_REPORT} in the current "
+        "directory",
+    )
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        metavar="EXE",
+        help="the interpreter to run the script with (it needs torch); default: the one running dynamo-lens",
+    )
+    parser.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="stop the run after this long")
+    parser.add_argument(
+        "--max-recompiles", type=_count, metavar="N", help="exit 1 if the run recompiled more than N times in all"
+    )
+    parser.add_argument(
+        "--max-graph-breaks", type=_count, metavar="N", help="exit 1 if more than N distinct graph breaks occurred"
+    )
+    parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
+    parser.add_argument(
+        "--torch-trace",
+        type=Path,
+        metavar="DIR",
+        help="also keep Dynamo's structured trace in DIR (open it with tlparse)",
+    )
+    parser.add_argument(
+        "-m",
+        dest="module",
+        nargs=argparse.REMAINDER,
+        metavar="MODULE",
+        help="run a library module as a script, like python -m (everything after it is passed on)",
+    )
+    parser.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS ...]", help=argparse.SUPPRESS)
+    parser.set_defaults(handler=handle)
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a count >= 0, got {text}")
+    return value
+
+
+def parse_target(script_argv: list[str] | None, module_argv: list[str] | None) -> Target:
+    """The run target from argparse's two remainders; raises ValueError with a usage message."""
+    if module_argv is not None:
+        if not module_argv:
+            raise ValueError("-m needs a module name")
+        return Target(module=module_argv[0], args=tuple(module_argv[1:]))
+    argv = list(script_argv or [])
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if argv[:1] == ["-m"]:
+        return parse_target(None, argv[1:])
+    if not argv:
+        raise ValueError("give a script to run (or -m MODULE)")
+    return Target(script=argv[0], args=tuple(argv[1:]))
+
+
+def handle(args: argparse.Namespace) -> int:
+    try:
+        target = parse_target(args.target, args.module)
+    except ValueError as exc:
+        print(f"dynamo-lens run: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    machine = args.format != "text"
+    outcome = run(
+        target,
+        report_path=args.report,
+        python=args.python,
+        timeout_s=args.timeout,
+        torch_trace_dir=args.torch_trace,
+        on_stdout=passthrough(sys.stderr if machine else sys.stdout),
+        on_stderr=passthrough(sys.stderr),
+    )
+    findings = list(outcome.report.findings) if outcome.report is not None else []
+    budget = budget_problems(outcome.report, args.max_recompiles, args.max_graph_breaks)
+    if machine:
+        sys.stdout.write(_document(findings, args.format))
+    else:
+        sys.stdout.flush()
+        print(render_text(outcome, target, budget, torch_trace=args.torch_trace))
+    if machine:
+        for line in [*budget, *([outcome.error] if outcome.error else [])]:
+            print(f"dynamo-lens: {line}", file=sys.stderr)
+    return exit_code(outcome, exceeded=bool(budget))
+
+
+def exit_code(outcome: RunOutcome, *, exceeded: bool) -> int:
+    """The command's exit code for one outcome (see the module docstring)."""
+    if outcome.exit_code is None:
+        return EXIT_USAGE
+    if outcome.exit_code < 0:
+        return 128 - outcome.exit_code
+    if outcome.exit_code == 0 and exceeded:
+        return EXIT_BUDGET
+    return outcome.exit_code
+
+
+def budget_problems(report: RunReport | None, max_recompiles: int | None, max_graph_breaks: int | None) -> list[str]:
+    """One message per exceeded ``--max-*`` budget (an empty list when every budget holds)."""
+    if report is None:
+        return []
+    problems: list[str] = []
+    recompiles = len(report.recompiles)
+    if max_recompiles is not None and recompiles > max_recompiles:
+        problems.append(f"budget exceeded: {recompiles} recompiles > --max-recompiles {max_recompiles}")
+    breaks = len(report.graph_breaks)
+    if max_graph_breaks is not None and breaks > max_graph_breaks:
+        problems.append(f"budget exceeded: {breaks} graph breaks > --max-graph-breaks {max_graph_breaks}")
+    return problems
+
+
+def _document(findings: list[Finding], fmt: str) -> str:
+    """The same documents as ``check --format json|sarif`` (one writer for both commands)."""
+    if fmt == "json":
+        return render_json(findings, Path.cwd())
+    return render_sarif(findings, (), Path.cwd())
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Text
+
+
+def render_text(outcome: RunOutcome, target: Target, budget: list[str], *, torch_trace: Path | None = None) -> str:
+    """The summary printed after the script's own output."""
+    lines = ["", _headline(outcome, target)]
+    report = outcome.report
+    if report is not None:
+        stats = frame_stats(report)
+        lines += _frame_table(stats) if stats else ["no frame was compiled (torch.compile never ran)"]
+        skipped = sum(1 for f in report.frames if f.skipped)
+        if skipped:
+            lines.append(f"{skipped} frame{'s' if skipped != 1 else ''} skipped by Dynamo (nothing to compile)")
+        if report.findings:
+            lines.append("")
+            lines += [_finding_line(f) for f in report.findings]
+        if not report.complete:
+            lines.append("the report is partial: the run was stopped before the shim could finish it")
+    if outcome.error:
+        lines.append(f"error: {outcome.error}")
+    lines += [f"note: {note}" for note in outcome.notes]
+    lines += budget
+    if torch_trace is not None:
+        lines.append(f"structured trace: {_display(str(torch_trace))} (open it with `tlparse`)")
+    if report is not None or outcome.report_path.exists():
+        lines.append(f"report: {_display(str(outcome.report_path))}")
+    return "\n".join(lines)
+
+
+def _headline(outcome: RunOutcome, target: Target) -> str:
+    if outcome.exit_code is None and not (outcome.timed_out or outcome.cancelled):
+        return f"dynamo-lens: {target.display} did not run"
+    status = "timed out" if outcome.timed_out else "cancelled" if outcome.cancelled else f"exit {outcome.exit_code}"
+    torch = outcome.report.torch_version if outcome.report is not None else None
+    return f"dynamo-lens: ran {target.display} in {outcome.duration_s:.1f} s ({status}, torch {torch or 'unknown'})"
+
+
+_COLUMNS = ("compiled frame", "compiles", "recompiles", "graph breaks", "limit", "compile s")
+
+
+def _frame_table(stats: list[FrameStats]) -> list[str]:
+    rows = [
+        (
+            f"{s.label}  {_display(s.frame.path)}:{s.frame.line}",
+            str(s.compiles),
+            str(s.recompiles),
+            str(s.graph_breaks),
+            "hit" if s.limit_hit else "-",
+            f"{s.compile_time_s:.2f}",
+        )
+        for s in stats
+    ]
+    widths = [max(len(r[i]) for r in [_COLUMNS, *rows]) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(_cell(text, width, i) for i, (text, width) in enumerate(zip(_COLUMNS, widths, strict=True)))]
+    for stat, row in zip(stats, rows, strict=True):
+        lines.append("  ".join(_cell(text, width, i) for i, (text, width) in enumerate(zip(row, widths, strict=True))))
+        for blame in stat.culprits:
+            guard = f"`{readable_guard_text(blame.failed.text)}`" if blame.failed is not None else "reason not recorded"
+            kind = f" ({blame.failed.kind})" if blame.failed is not None and blame.failed.kind else ""
+            how = {"call": "triggered by the call at", "frame": "at"}.get(blame.attributed_to, "guard installed at")
+            lines.append(f"    recompile culprit: {guard}{kind}, {how} {_display(blame.path)}:{blame.line}")
+    return lines
+
+
+def _cell(text: str, width: int, column: int) -> str:
+    return text.ljust(width) if column == 0 else text.rjust(width)
+
+
+def _finding_line(finding: Finding) -> str:
+    span = finding.span
+    return f"{_display(span.path)}:{span.line}:{span.column}: {finding.code} {finding.message}"
+
+
+def _display(path: str) -> str:
+    return display_path(path, Path.cwd())

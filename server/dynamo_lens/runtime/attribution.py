@@ -1,0 +1,501 @@
+"""Turn a run report into findings at the user's own lines: DL501 recompiled, DL502 limit hit, DL503 graph break.
+
+Where a finding goes (DESIGN.md §2):
+
+* A recompile is blamed on the guard of the *previous* cache entry that failed (the entry compiled just before the
+  new one; Dynamo repeats every older entry's reason on each recompile, and the newest one is the one that moved).
+  Its place is the user line that installed that guard (``self.steps += 1`` for ``self.steps == 2``); a failure
+  that carries no line of its own (tensor size/dtype/stride, grad mode, dispatch keys) goes to the user's call that
+  triggered the recompile; failing both, the compiled ``def``.
+* Recompiles of one frame that blame the same line make one DL501, counting them.
+* A recompile-limit hit (DL502) sits where the frame's last recompile was blamed.
+* A graph break (DL503) sits where Dynamo stopped tracing, in user code.
+
+:func:`merge_findings` joins these with static findings: a runtime finding on the line of a compatible static one
+confirms it, and both say so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from dynamo_lens.model import Finding, Related, Span
+from dynamo_lens.rules import get_rule
+from dynamo_lens.runtime.guard_diff import (
+    EntryDiff,
+    frame_diffs,
+    readable_guard_text,
+    readable_source,
+    value_history,
+)
+from dynamo_lens.runtime.report import (
+    FailedGuard,
+    Frame,
+    FrameRef,
+    GraphBreak,
+    Guard,
+    LimitHit,
+    Recompile,
+    RunReport,
+)
+
+RECOMPILED = "DL501"
+LIMIT_HIT = "DL502"
+GRAPH_BREAK = "DL503"
+
+CONFIRMS: dict[str, frozenset[str]] = {
+    RECOMPILED: frozenset(
+        {"DL101", "DL102", "DL103", "DL104", "DL105", "DL106", "DL111", "DL112"}
+        | {"DL202", "DL203", "DL204", "DL205", "DL206", "DL207", "DL208", "DL209"}
+    ),
+    GRAPH_BREAK: frozenset({"DL301", "DL302"}),
+}
+"""Which static codes each runtime code can confirm (the static code predicted what the run observed)."""
+CONFIRMS[LIMIT_HIT] = CONFIRMS[RECOMPILED]
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
+_COMPILE_ID = re.compile(r"(\d+)/(\d+)")
+_MULT = "\N{MULTIPLICATION SIGN}"
+
+
+@dataclass(frozen=True, slots=True)
+class Blame:
+    """Where one recompile is attributed and why."""
+
+    recompile: Recompile
+    failed: FailedGuard | None
+    path: str
+    line: int
+    attributed_to: str
+    """``guard`` (the line that installed the failing guard), ``call`` (the call that triggered it) or ``frame``."""
+
+
+def findings_from_report(report: RunReport) -> list[Finding]:
+    """Every runtime finding of a run, sorted by place."""
+    lines = _SourceLines()
+    findings = [
+        *_recompiled(report, lines),
+        *_limit_hits(report, lines),
+        *_graph_breaks(report, lines),
+    ]
+    return sorted(findings, key=Finding.sort_key)
+
+
+def frame_label(frame: Frame | FrameRef) -> str:
+    """``forward``, or ``forward (resumed after line 28)`` for Dynamo's resume functions."""
+    match = _RESUME.match(frame.name)
+    if match is None:
+        return frame.name
+    return f"{match.group('fn')} (resumed after line {match.group('line')})"
+
+
+def blame_recompiles(report: RunReport, frame: Frame) -> list[Blame]:
+    """Each recompile of ``frame`` with the place it is blamed on, in compile order."""
+    blames: list[Blame] = []
+    for recompile in report.recompiles:
+        if report.frame(recompile.frame) is not frame:
+            continue
+        failed = _culprit(recompile.failed_guards)
+        if failed is not None and failed.path is not None and failed.line is not None:
+            via = failed.attributed_to if failed.attributed_to != "none" else "guard"
+            blames.append(Blame(recompile, failed, failed.path, failed.line, via))
+        elif recompile.call_site is not None:
+            blames.append(Blame(recompile, failed, recompile.call_site.path, recompile.call_site.line, "call"))
+        else:
+            blames.append(Blame(recompile, failed, frame.path, frame.line, "frame"))
+    return sorted(blames, key=lambda b: _compile_order(b.recompile.compile_id))
+
+
+def _culprit(failed_guards: Sequence[FailedGuard]) -> FailedGuard | None:
+    """The failure of the newest earlier entry: the guard that changed since the last compile."""
+    if not failed_guards:
+        return None
+    return max(failed_guards, key=lambda g: _compile_order(g.entry))
+
+
+def _compile_order(compile_id: str) -> tuple[int, int]:
+    match = _COMPILE_ID.search(compile_id)
+    return (int(match.group(1)), int(match.group(2))) if match else (-1, -1)
+
+
+@dataclass(frozen=True, slots=True)
+class FrameStats:
+    """What one compiled frame cost during the run: the numbers of the CLI's table and the editor's code lens."""
+
+    frame: Frame
+    label: str
+    compiles: int
+    """Compiles that produced code (cache entries)."""
+    recompiles: int
+    graph_breaks: int
+    limit_hit: str | None
+    """The limit that was hit (``recompile_limit``), or None."""
+    compile_time_s: float
+    culprits: tuple[Blame, ...]
+    """The last recompile blamed on each distinct line, in compile order."""
+
+
+def frame_stats(report: RunReport) -> list[FrameStats]:
+    """Per compiled frame (frames Dynamo skipped entirely are left out), in the report's order."""
+    stats: list[FrameStats] = []
+    for frame in report.frames:
+        if frame.skipped:
+            continue
+        blames = blame_recompiles(report, frame)
+        last_by_line: dict[tuple[str, int], Blame] = {}
+        for blame in blames:
+            last_by_line.pop((blame.path, blame.line), None)
+            last_by_line[(blame.path, blame.line)] = blame
+        hits = [h.limit for h in report.limit_hits if h.frame is not None and report.frame(h.frame) is frame]
+        stats.append(
+            FrameStats(
+                frame=frame,
+                label=frame_label(frame),
+                compiles=frame.compiles_ok,
+                recompiles=len(blames),
+                graph_breaks=sum(
+                    1 for g in report.graph_breaks if g.frame is not None and report.frame(g.frame) is frame
+                ),
+                limit_hit=hits[0] if hits else None,
+                compile_time_s=sum(e.compile_time_s or 0.0 for e in frame.cache_entries),
+                culprits=tuple(last_by_line.values()),
+            )
+        )
+    return stats
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# DL501
+
+
+def _recompiled(report: RunReport, lines: _SourceLines) -> list[Finding]:
+    findings: list[Finding] = []
+    for frame in report.frames:
+        blames = blame_recompiles(report, frame)
+        diffs = frame_diffs(frame)
+        if not blames:
+            if frame.compiles_ok > 1:
+                findings.append(_recompiled_without_reasons(frame, diffs, lines))
+            continue
+        groups: dict[tuple[str, int], list[Blame]] = {}
+        for blame in blames:
+            groups.setdefault((blame.path, blame.line), []).append(blame)
+        for group in groups.values():
+            findings.append(_recompiled_at(frame, group, diffs, lines))
+    return findings
+
+
+def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lines: _SourceLines) -> Finding:
+    last = group[-1]
+    failed = last.failed
+    source = readable_source(failed.source) if failed is not None and failed.source else None
+    what = _failure_text(failed)
+    message = f"recompiled {len(group)}{_MULT}: {what} in `{frame_label(frame)}`"
+    resumed = _RESUME.match(frame.name)
+    if source is not None and source.startswith("___stack") and resumed is not None:
+        message += f" (`{source}`: the value computed on line {resumed.group('line')}, carried across the graph break)"
+    detail = _change_summary(frame, source, diffs, last.recompile)
+    if detail:
+        message += f"; {detail}"
+    span = lines.span(last.path, last.line, [source] if source else [])
+    related = [_def_related(frame, lines, f"`{frame_label(frame)}` compiled {frame.compiles_ok}{_MULT}")]
+    call = last.recompile.call_site
+    if last.attributed_to == "guard" and call is not None:
+        related.append(
+            Related(lines.span(call.path, call.line), f"call that triggered recompile {last.recompile.compile_id}")
+        )
+    installed = _installing_guard(frame, failed)
+    if last.attributed_to != "guard" and installed is not None and installed.path and installed.line:
+        where = f" (inside {installed.origin})" if installed.origin and installed.origin != installed.path else ""
+        related.append(
+            Related(
+                lines.span(installed.path, installed.line, [source] if source else []),
+                f"`{source or installed.text}` guarded here{where}",
+            )
+        )
+    data: dict[str, object] = {
+        "frame": frame.name,
+        "recompiles": len(group),
+        "compiles": frame.compiles_ok,
+        "compile_ids": [b.recompile.compile_id for b in group],
+        "attributed_to": last.attributed_to,
+        "guard_diffs": [d.render() for d in diffs],
+    }
+    if failed is not None:
+        data.update({"guard": readable_guard_text(failed.text), "kind": failed.kind, "entry": failed.entry})
+        if source:
+            data["source"] = source
+        if failed.hint:
+            data["hint"] = failed.hint
+    return _finding(RECOMPILED, span, message, related, data)
+
+
+def _installing_guard(frame: Frame, failed: FailedGuard | None) -> Guard | None:
+    """The guard of the failing entry that matches a failure Dynamo reported without a line (e.g. the TENSOR_MATCH
+    on ``x`` for "tensor 'x' size mismatch"): it knows where in user code the guard was installed."""
+    if failed is None or failed.source is None:
+        return None
+    entry = next((e for e in frame.cache_entries if e.compile_id == failed.entry), None)
+    if entry is None:
+        return None
+    candidates = [g for g in entry.guards if g.source == failed.source and g.line is not None]
+    return next((g for g in candidates if g.kind == failed.kind), candidates[0] if candidates else None)
+
+
+def _recompiled_without_reasons(frame: Frame, diffs: list[EntryDiff], lines: _SourceLines) -> Finding:
+    message = (
+        f"`{frame_label(frame)}` compiled {frame.compiles_ok}{_MULT}; Dynamo's recompile reasons were not collected"
+    )
+    if diffs:
+        message += f"; {diffs[-1].render()}"
+    span = lines.span(frame.path, frame.line)
+    data = {"frame": frame.name, "compiles": frame.compiles_ok, "guard_diffs": [d.render() for d in diffs]}
+    return _finding(RECOMPILED, span, message, [], data)
+
+
+def _failure_text(failed: FailedGuard | None) -> str:
+    if failed is None:
+        return "the reason was not recorded"
+    text = readable_guard_text(failed.text)
+    kind = f" ({failed.kind})" if failed.kind else ""
+    return f"`{text}` failed{kind}"
+
+
+def _change_summary(frame: Frame, source: str | None, diffs: list[EntryDiff], recompile: Recompile) -> str:
+    if source is not None:
+        history = value_history(frame, source)
+        if len(set(history)) >= 3:
+            shown = history if len(history) <= 5 else [*history[:3], "\N{HORIZONTAL ELLIPSIS}", history[-1]]
+            return f"`{source}` went " + " → ".join(shown) + f" across {len(history)} entries"
+    for diff in reversed(diffs):
+        if diff.newer == recompile.compile_id:
+            return diff.render()
+    return diffs[-1].render() if diffs else ""
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# DL502
+
+
+def _limit_hits(report: RunReport, lines: _SourceLines) -> list[Finding]:
+    findings: list[Finding] = []
+    for hit in report.limit_hits:
+        frame = report.frame(hit.frame) if hit.frame is not None else None
+        findings.append(_limit_hit(report, hit, frame, lines))
+    return findings
+
+
+def _limit_hit(report: RunReport, hit: LimitHit, frame: Frame | None, lines: _SourceLines) -> Finding:
+    blames = blame_recompiles(report, frame) if frame is not None else []
+    limit = f"{hit.limit} ({hit.value})" if hit.value is not None else hit.limit
+    label = f"`{frame_label(frame)}`" if frame is not None else (hit.function or "a compiled frame")
+    entries = frame.compiles_ok if frame is not None else None
+    message = f"{limit} hit for {label}: Dynamo stopped compiling it"
+    message += (
+        f"; calls that match none of its {entries} cache entries run eagerly from here on"
+        if entries
+        else "; calls that match no cache entry run eagerly from here on"
+    )
+    eager = report.summary.eager_fallback_calls
+    if eager and len(report.limit_hits) == 1:
+        message += f" ({eager} such call{'s' if eager != 1 else ''} in this run)"
+    data: dict[str, object] = {"limit": hit.limit, "value": hit.value, "last_reason": hit.last_reason}
+    if frame is not None:
+        data["frame"] = frame.name
+    if blames:
+        last = blames[-1]
+        message += f"; last reason: {_failure_text(last.failed)}"
+        source = readable_source(last.failed.source) if last.failed is not None and last.failed.source else None
+        span = lines.span(last.path, last.line, [source] if source else [])
+    elif frame is not None:
+        span = lines.span(frame.path, frame.line)
+    else:
+        span = None
+    if eager is not None:
+        data["eager_fallback_calls"] = eager
+    related = [_def_related(frame, lines, f"`{frame_label(frame)}` runs eagerly after the limit")] if frame else []
+    if span is None:
+        span = Span(hit.function or "<unknown>", 1, 1, 1, 1)
+    return _finding(LIMIT_HIT, span, message, related, data)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# DL503
+
+
+def _graph_breaks(report: RunReport, lines: _SourceLines) -> list[Finding]:
+    findings: list[Finding] = []
+    for gb in report.graph_breaks:
+        frame = report.frame(gb.frame) if gb.frame is not None else None
+        if gb.path is not None and gb.line is not None:
+            span = lines.span(gb.path, gb.line)
+        elif frame is not None:
+            span = lines.span(frame.path, frame.line)
+        else:
+            continue
+        findings.append(_graph_break(gb, frame, span, lines))
+    return findings
+
+
+def _graph_break(gb: GraphBreak, frame: Frame | None, span: Span, lines: _SourceLines) -> Finding:
+    reason_lines = gb.reason.strip().splitlines()
+    title = gb.gb_type or (reason_lines[0] if reason_lines else "unknown reason")
+    head = f"graph break ({gb.gb_id})" if gb.gb_id else "graph break"
+    message = f"{head}: {title}"
+    if frame is not None:
+        message += f" in `{frame_label(frame)}`"
+    if gb.explanation:
+        message += f". {gb.explanation.rstrip('.')}."
+    hints = " ".join(h.strip() for h in gb.hints if h.strip())
+    if hints:
+        message += f" Hint: {hints}"
+    related = [_def_related(frame, lines, f"`{frame_label(frame)}` is split here")] if frame is not None else []
+    data: dict[str, object] = {
+        "gb_id": gb.gb_id,
+        "gb_type": gb.gb_type,
+        "explanation": gb.explanation,
+        "hints": list(gb.hints),
+        "reason": gb.reason,
+        "count": gb.count,
+    }
+    if frame is not None:
+        data["frame"] = frame.name
+    return _finding(GRAPH_BREAK, span, message, related, data)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Merging with static findings
+
+
+def merge_findings(static: Iterable[Finding], runtime: Iterable[Finding]) -> list[Finding]:
+    """Static and runtime findings together; where a runtime finding lands on a compatible static finding (same
+    file, and the same line or a line the other names as related), both are kept and both say so:
+    the static one gains ``data["confirmed"]`` ("8 recompiles"), the runtime one ``data["confirms"]`` and a
+    "confirms DL101" note in its message."""
+    static_list = list(static)
+    confirmed: dict[int, list[str]] = {}
+    merged: list[Finding] = []
+    for finding in runtime:
+        matches = [i for i, s in enumerate(static_list) if _agree(s, finding)]
+        if not matches:
+            merged.append(finding)
+            continue
+        codes = sorted({static_list[i].code for i in matches})
+        evidence = _evidence(finding)
+        for index in matches:
+            confirmed.setdefault(index, []).append(evidence)
+        merged.append(
+            replace(
+                finding,
+                message=f"{finding.message} (confirmed: {evidence}, as {', '.join(codes)} predicted)",
+                data={**finding.data, "confirms": codes},
+            )
+        )
+    for index, finding in enumerate(static_list):
+        if index in confirmed:
+            finding = replace(finding, data={**finding.data, "confirmed": "; ".join(confirmed[index])})
+        merged.append(finding)
+    return sorted(merged, key=Finding.sort_key)
+
+
+def _agree(static: Finding, runtime: Finding) -> bool:
+    if static.source != "static" or static.code not in CONFIRMS.get(runtime.code, frozenset()):
+        return False
+    static_lines = {(_norm(static.span.path), static.span.line)} | {
+        (_norm(r.span.path), r.span.line) for r in static.related
+    }
+    runtime_lines = {(_norm(runtime.span.path), runtime.span.line)}
+    if runtime.code != GRAPH_BREAK:
+        runtime_lines |= {(_norm(r.span.path), r.span.line) for r in runtime.related if "triggered" in r.message}
+    return (_norm(static.span.path), static.span.line) in runtime_lines or (
+        (_norm(runtime.span.path), runtime.span.line) in static_lines
+    )
+
+
+def _evidence(finding: Finding) -> str:
+    data = finding.data
+    if finding.code == RECOMPILED:
+        count = data.get("recompiles", data.get("compiles", 0))
+        return f"{count} recompile{'s' if count != 1 else ''}"
+    if finding.code == LIMIT_HIT:
+        return f"{data.get('limit', 'recompile limit')} hit"
+    count = data.get("count", 1)
+    return f"graph break observed{f' {count}{_MULT}' if isinstance(count, int) and count > 1 else ''}"
+
+
+def _norm(path: str) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Shared helpers
+
+
+def _finding(code: str, span: Span, message: str, related: Sequence[Related], data: dict[str, object]) -> Finding:
+    rule = get_rule(code)
+    if rule is None:  # pragma: no cover - the catalogue test guarantees these modules exist
+        raise RuntimeError(f"rule {code} missing from the catalogue")
+    return Finding(
+        code=code,
+        severity=rule.default_severity,
+        span=span,
+        message=message,
+        source="runtime",
+        related=tuple(related),
+        data={k: v for k, v in data.items() if v is not None},
+    )
+
+
+def _def_related(frame: Frame, lines: _SourceLines, message: str) -> Related:
+    return Related(lines.span(frame.path, frame.line), message)
+
+
+class _SourceLines:
+    """Reads the user's files once per report to place findings on the expression, not just the line."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, list[str] | None] = {}
+
+    def text(self, path: str, line: int) -> str | None:
+        if path not in self._files:
+            content = _read_text(path)
+            self._files[path] = None if content is None else content.splitlines()
+        lines = self._files[path]
+        if lines is None or not 1 <= line <= len(lines):
+            return None
+        return lines[line - 1]
+
+    def span(self, path: str, line: int, needles: Sequence[str] = ()) -> Span:
+        """The first needle found on the line (``self.steps``, then ``self.<last attribute>``), else the line's
+        text without its indentation; a line we cannot read spans column 1."""
+        text = self.text(path, line)
+        if text is None:
+            return Span(path, line, 1, line, 1)
+        for needle in _needles(needles):
+            column = text.find(needle)
+            if column >= 0:
+                return Span(path, line, column + 1, line, column + 1 + len(needle))
+        stripped = text.rstrip()
+        start = len(stripped) - len(stripped.lstrip())
+        return Span(path, line, start + 1, line, len(stripped) + 1)
+
+
+def _needles(sources: Sequence[str]) -> list[str]:
+    needles: list[str] = []
+    for source in sources:
+        needles.append(source)
+        last = re.split(r"[.\[\]]", source.rstrip("]"))[-1]
+        if last.isidentifier() and "." in source:
+            needles.append(f"self.{last}")
+    return needles
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None

@@ -1,0 +1,455 @@
+"""Run a user's script (or ``-m module``) under the shim, in the user's interpreter, and collect its run report.
+
+The runner owns the child process: it builds the command (never through a shell), starts it in its own session so
+that its whole process group (Inductor's compile workers, anything the script forks) can be stopped at once, streams
+its output through, enforces the timeout and cancellation, and finally loads the report the shim wrote.
+
+Stopping a run: SIGTERM to the group (the shim catches it and writes its report), a grace period, then SIGKILL.
+When the script exits on its own, whatever it left running in its group is stopped the same way, so that nothing
+outlives a run and no orphan keeps our output pipes open.
+
+POSIX only (process groups, ``os.killpg``); the server and the CLI target Linux and macOS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from dynamo_lens.runtime.attribution import findings_from_report
+from dynamo_lens.runtime.report import (
+    ReportError,
+    RunReport,
+    events_path,
+    load_partial_report,
+    load_report,
+    write_report,
+)
+
+SHIM_PATH = Path(__file__).with_name("shim.py")
+
+OutputSink = Callable[[bytes], None]
+"""Receives the child's output in chunks, as raw bytes (a chunk may end inside a multi-byte character)."""
+
+Cancel = Callable[[], bool] | threading.Event
+"""A cancellation request: an event that gets set, or a callable polled until it returns True."""
+
+DEFAULT_GRACE_S = 3.0
+"""Time between SIGTERM and SIGKILL, long enough for the shim to write its report."""
+_POLL_S = 0.05
+_READ_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What to run: a script path or a module (``-m``), with its own arguments."""
+
+    script: str | None = None
+    module: str | None = None
+    args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if (self.script is None) == (self.module is None):
+            raise ValueError("a run target is either a script or a module, not both or neither")
+
+    @property
+    def argv(self) -> list[str]:
+        """The part of the command after ``--``."""
+        head = [self.script] if self.script is not None else ["-m", str(self.module)]
+        return [*head, *self.args]
+
+    @property
+    def display(self) -> str:
+        return " ".join(self.argv)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """What happened to one run. ``report`` is None when the shim could not deliver one (see ``error``)."""
+
+    report: RunReport | None
+    exit_code: int | None
+    """The script's exit code; negative for a signal (as ``subprocess``); None when it never started."""
+    timed_out: bool
+    cancelled: bool
+    error: str | None
+    """A one-paragraph explanation of what went wrong, for people; None for a clean run (any exit code)."""
+    report_path: Path
+    duration_s: float
+    notes: tuple[str, ...] = field(default=())
+    """Secondary facts worth showing (data the shim could not collect, leftovers that were killed)."""
+
+
+def build_command(python: str, target: Target, report_path: Path, torch_trace_dir: Path | None = None) -> list[str]:
+    """``[python, shim.py, --report OUT, (--torch-trace DIR)?, --, script | -m module, *args]``."""
+    command = [python, str(SHIM_PATH), "--report", str(report_path)]
+    if torch_trace_dir is not None:
+        command += ["--torch-trace", str(torch_trace_dir)]
+    return [*command, "--", *target.argv]
+
+
+def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of the user's run: ``base`` (default ``os.environ``) without our own libraries.
+
+    The editor extension puts the server and its bundled libraries (pygls, lsprotocol, ...) on the server's path;
+    none of that may reach the user's interpreter, where it could shadow the user's own packages. ``PYTHONPATH``
+    entries that hold a copy of ``dynamo_lens``, or that are the directory this process loaded ``dynamo_lens``,
+    pygls or lsprotocol from (unless that is an ordinary site-packages directory), are removed; the rest is kept.
+    """
+    env = dict(os.environ if base is None else base)
+    entries = env.get("PYTHONPATH", "").split(os.pathsep)
+    kept = [e for e in entries if e and not _is_our_library_dir(e)]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
+def _is_our_library_dir(entry: str) -> bool:
+    path = Path(entry)
+    try:
+        return path.resolve() in _our_library_dirs() or (path / "dynamo_lens" / "__init__.py").is_file()
+    except OSError:
+        return False
+
+
+@functools.cache
+def _our_library_dirs() -> frozenset[Path]:
+    dirs = {Path(__file__).resolve().parents[2]}
+    for name in ("pygls", "lsprotocol"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin is not None:
+            home = Path(spec.origin).resolve().parents[1]
+            if home.name not in ("site-packages", "dist-packages"):
+                dirs.add(home)
+    return frozenset(dirs)
+
+
+def preflight(python: str, target: Target, cwd: Path) -> str | None:
+    """A clear message for a run that cannot start (missing interpreter or script), else None."""
+    if _resolve_executable(python) is None:
+        return f"Python interpreter not found or not executable: {python}"
+    if target.script is not None:
+        script = cwd / target.script
+        if not script.exists():
+            return f"script not found: {target.script} (looked in {cwd})"
+        if script.is_dir() and not (script / "__main__.py").is_file():
+            return f"{target.script} is a directory without __main__.py, not a Python script"
+    return None
+
+
+def _resolve_executable(python: str) -> str | None:
+    if os.sep in python or (os.altsep and os.altsep in python):
+        return python if os.path.isfile(python) and os.access(python, os.X_OK) else None
+    import shutil
+
+    return shutil.which(python)
+
+
+def run(
+    target: Target,
+    *,
+    report_path: Path,
+    python: str = sys.executable,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+    cancel: Cancel | None = None,
+    on_stdout: OutputSink | None = None,
+    on_stderr: OutputSink | None = None,
+    torch_trace_dir: Path | None = None,
+    grace_s: float = DEFAULT_GRACE_S,
+) -> RunOutcome:
+    """Run ``target`` under the shim and return what happened; never raises for problems of the user's program.
+
+    Output goes to ``on_stdout``/``on_stderr`` (default: our own stdout/stderr) as it is produced. The child's stdin
+    is ``/dev/null``: the language server's stdin is the protocol stream and must never be read by a user script.
+    Ctrl-C (KeyboardInterrupt) in the caller stops the run like a cancellation.
+    """
+    started = time.monotonic()
+    work_dir = (cwd or Path.cwd()).resolve()
+    report_path = (work_dir / report_path).resolve()
+
+    def outcome(**kwargs: object) -> RunOutcome:
+        defaults: dict[str, object] = {
+            "report": None,
+            "exit_code": None,
+            "timed_out": False,
+            "cancelled": False,
+            "error": None,
+            "report_path": report_path,
+            "duration_s": time.monotonic() - started,
+        }
+        defaults.update(kwargs)
+        return RunOutcome(**defaults)  # type: ignore[arg-type]
+
+    problem = preflight(python, target, work_dir)
+    if problem is not None:
+        return outcome(error=problem)
+    try:
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        report_path.unlink(missing_ok=True)  # never mistake a previous run's report for this one's
+    except OSError as exc:
+        return outcome(error=f"cannot write the report to {report_path}: {exc}")
+    if torch_trace_dir is not None:
+        torch_trace_dir = (work_dir / torch_trace_dir).resolve()
+
+    command = build_command(python, target, report_path, torch_trace_dir)
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=work_dir,
+            env=child_environment(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return outcome(error=f"cannot start {python}: {exc.strerror or exc}")
+
+    assert process.stdout is not None and process.stderr is not None
+    pumps = [
+        _Pump(process.stdout, on_stdout or passthrough(sys.stdout)),
+        _Pump(process.stderr, on_stderr or passthrough(sys.stderr)),
+    ]
+    is_cancelled = _as_predicate(cancel)
+    timed_out = cancelled = False
+    try:
+        while not _has_exited(process):
+            if timeout_s is not None and time.monotonic() - started > timeout_s:
+                timed_out = True
+                break
+            if is_cancelled():
+                cancelled = True
+                break
+            time.sleep(_POLL_S)
+    except KeyboardInterrupt:
+        cancelled = True
+    leftovers = _stop_group(process.pid, grace_s, process_alive=timed_out or cancelled)
+    exit_code = process.wait()
+    for pump in pumps:
+        pump.join(timeout=grace_s)
+
+    notes: list[str] = []
+    if leftovers:
+        notes.append("the script left processes running; they were stopped with the run")
+    report, report_problem = _read_report(report_path)
+    if report is not None:
+        notes.extend(f"not collected: {m}" for m in report.missing)
+        report = replace(report, findings=tuple(findings_from_report(report)))
+        try:
+            write_report(report, report_path)
+        except OSError as exc:
+            notes.append(f"could not add the findings to {report_path}: {exc}")
+    error = _explain(
+        target,
+        python=python,
+        exit_code=exit_code,
+        timeout_s=timeout_s if timed_out else None,
+        cancelled=cancelled,
+        report=report,
+        report_problem=report_problem,
+    )
+    return outcome(
+        report=report,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        cancelled=cancelled,
+        error=error,
+        notes=tuple(notes),
+    )
+
+
+def _read_report(path: Path) -> tuple[RunReport | None, str | None]:
+    """The shim's report; failing that (the run was killed, or died mid-write), the report rebuilt from the event
+    stream the shim appends to as it goes (``complete`` False); failing both, why not."""
+    problem = "the shim wrote no report"
+    if path.exists():
+        try:
+            return load_report(path), None
+        except ReportError as exc:
+            problem = f"the report is unusable ({exc})"
+    if not events_path(path).is_file():
+        return None, problem
+    try:
+        return load_partial_report(path), None
+    except (ReportError, OSError, ValueError) as exc:
+        return None, f"{problem}, and its event stream could not be read ({exc})"
+
+
+def _explain(
+    target: Target,
+    *,
+    python: str,
+    exit_code: int,
+    timeout_s: float | None,
+    cancelled: bool,
+    report: RunReport | None,
+    report_problem: str | None,
+) -> str | None:
+    parts: list[str] = []
+    if timeout_s is not None:
+        parts.append(f"timed out after {timeout_s:g} s; the run's process group was stopped")
+    elif cancelled:
+        parts.append("cancelled; the run's process group was stopped")
+    elif exit_code < 0:
+        parts.append(f"{target.display} was killed by {_signal_name(-exit_code)}")
+    if report is not None and report.torch_version is None:
+        parts.append(f"torch is not importable in {python}: install torch there or choose another interpreter")
+    if report is None:
+        parts.append(f"{report_problem}; no runtime findings for this run")
+    return "; ".join(parts) if parts else None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _has_exited(process: subprocess.Popen[bytes]) -> bool:
+    """True once the child exited, without reaping it: its pid (= our group id) stays reserved until we stop the
+    group, so the group cannot be confused with an unrelated process that got the recycled number."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:  # macOS before Python 3.13 lacks waitid; reaping early is the best it can do
+        return process.poll() is not None
+    try:
+        return waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _stop_group(pgid: int, grace_s: float, *, process_alive: bool) -> bool:
+    """SIGTERM the group, wait up to ``grace_s`` for it to empty, then SIGKILL. True if anything was signalled
+    besides a still-running main process (i.e. the script left something behind)."""
+    if not _group_has_members(pgid, exclude_zombie_leader=not process_alive):
+        return False
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not _group_has_members(pgid, exclude_zombie_leader=True):
+            return not process_alive
+        time.sleep(_POLL_S)
+    _signal_group(pgid, signal.SIGKILL)
+    return not process_alive
+
+
+def _group_has_members(pgid: int, *, exclude_zombie_leader: bool) -> bool:
+    """Whether any live process is in group ``pgid``. The leader may be an unreaped zombie (we hold it on purpose),
+    which still counts for ``killpg``; Linux's /proc tells live members apart."""
+    proc = Path("/proc")
+    if exclude_zombie_leader and proc.is_dir():
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            state, group = fields[0], int(fields[2])
+            if group == pgid and state != "Z":
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _as_predicate(cancel: Cancel | None) -> Callable[[], bool]:
+    if cancel is None:
+        return lambda: False
+    if isinstance(cancel, threading.Event):
+        return cancel.is_set
+    return cancel
+
+
+def passthrough(stream: object) -> OutputSink:
+    """A sink that writes the child's bytes to a text stream (through its binary buffer when it has one)."""
+
+    def write(chunk: bytes) -> None:
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None:
+            buffer.write(chunk)
+            buffer.flush()
+        else:
+            stream.write(chunk.decode(errors="replace"))  # type: ignore[attr-defined]
+            stream.flush()  # type: ignore[attr-defined]
+
+    return write
+
+
+class _Pump:
+    """Copies one pipe to a sink on a daemon thread, so neither pipe can fill up and block the child."""
+
+    def __init__(self, pipe: object, sink: OutputSink) -> None:
+        self._fd: int = pipe.fileno()  # type: ignore[attr-defined]
+        self._pipe = pipe
+        self._sink = sink
+        self._thread = threading.Thread(target=self._copy, daemon=True)
+        self._thread.start()
+
+    def _copy(self) -> None:
+        try:
+            while chunk := os.read(self._fd, _READ_CHUNK):
+                try:
+                    self._sink(chunk)
+                except Exception:  # a broken sink must not stall the child; keep draining
+                    continue
+        except OSError:
+            pass
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._pipe.close()  # type: ignore[attr-defined]
+
+
+def torch_version(python: str) -> str | None:
+    """The torch version installed for ``python`` (e.g. ``"2.13.0+cpu"``), without importing torch; None if absent.
+
+    Cached per interpreter path for the life of the process (the language server asks once per interpreter).
+    """
+    return _torch_version(python)
+
+
+@functools.cache
+def _torch_version(python: str) -> str | None:
+    probe = (
+        "import importlib.metadata as m\n"
+        "try:\n    print(m.version('torch'))\n"
+        "except m.PackageNotFoundError:\n    pass\n"
+    )
+    try:
+        done = subprocess.run(
+            [python, "-c", probe],
+            env=child_environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    version = done.stdout.strip()
+    return version if done.returncode == 0 and version else None

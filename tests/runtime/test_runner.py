@@ -1,0 +1,297 @@
+"""The runner's process handling, with plain Python scripts.
+
+These run the real shim, but with an interpreter that has no torch (a bare virtual environment), so each run costs
+a Python start-up, not a torch import: the shim then runs the script exactly like ``python`` and writes a report
+that says torch is missing. Runs that need torch are in ``test_attribution.py`` and the CLI tests.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dynamo_lens.runtime.runner import RunOutcome, Target, child_environment, run, torch_version
+
+ARGV0_ABSOLUTE = pytest.mark.xfail(
+    strict=True, reason="shim bug reported to R1 (notes-R.md 12:10): runpy.run_path makes sys.argv[0] absolute"
+)
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An interpreter without torch or anything else installed."""
+    home = tmp_path_factory.mktemp("bare-venv")
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(home)], check=True)
+    return str(home / "bin" / "python")
+
+
+class Captured:
+    def __init__(self) -> None:
+        self.out = bytearray()
+        self.err = bytearray()
+
+    def on_out(self, chunk: bytes) -> None:
+        self.out += chunk
+
+    def on_err(self, chunk: bytes) -> None:
+        self.err += chunk
+
+
+def _run(tmp_path: Path, python: str, source: str, *args: str, **options: object) -> tuple[RunOutcome, Captured]:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(source))
+    captured = Captured()
+    outcome = run(
+        Target(script=script.name, args=args),
+        report_path=tmp_path / "out" / "report.json",
+        python=python,
+        cwd=tmp_path,
+        on_stdout=captured.on_out,
+        on_stderr=captured.on_err,
+        **options,  # type: ignore[arg-type]
+    )
+    return outcome, captured
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+@ARGV0_ABSOLUTE
+def test_script_runs_like_python_with_argv_main_and_path(tmp_path: Path, bare_python: str) -> None:
+    outcome, captured = _run(
+        tmp_path,
+        bare_python,
+        """\
+        import os, sys
+        print(sys.argv, __name__, sys.path[0] == os.path.dirname(os.path.abspath(__file__)), os.getcwd())
+        """,
+        "--flag",
+        "value with space",
+    )
+    assert outcome.exit_code == 0 and not outcome.timed_out and not outcome.cancelled
+    assert captured.out.decode().strip() == f"['script.py', '--flag', 'value with space'] __main__ True {tmp_path}"
+    assert outcome.report is not None and outcome.report.argv == ("script.py", "--flag", "value with space")
+
+
+def test_torch_missing_is_explained_and_the_script_still_runs(tmp_path: Path, bare_python: str) -> None:
+    outcome, captured = _run(tmp_path, bare_python, "print('ran')\n")
+    assert captured.out == b"ran\n"
+    assert outcome.report is not None and outcome.report.torch_version is None
+    assert outcome.error is not None and f"torch is not importable in {bare_python}" in outcome.error
+    assert any("torch could not be imported" in note for note in outcome.notes)
+    assert outcome.report_path == tmp_path / "out" / "report.json" and outcome.report_path.is_file()
+
+
+def test_script_not_found_never_starts(tmp_path: Path) -> None:
+    outcome = run(Target(script="nope.py"), report_path=tmp_path / "r.json", cwd=tmp_path)
+    assert outcome.exit_code is None and outcome.report is None
+    assert outcome.error == f"script not found: nope.py (looked in {tmp_path})"
+
+
+def test_missing_interpreter_is_named(tmp_path: Path) -> None:
+    (tmp_path / "s.py").write_text("pass\n")
+    missing = str(tmp_path / "no" / "python")
+    outcome = run(Target(script="s.py"), report_path=tmp_path / "r.json", cwd=tmp_path, python=missing)
+    assert outcome.exit_code is None
+    assert outcome.error == f"Python interpreter not found or not executable: {missing}"
+
+
+def test_syntax_error_passes_the_traceback_and_exit_code_through(tmp_path: Path, bare_python: str) -> None:
+    outcome, captured = _run(tmp_path, bare_python, "def broken(:\n    pass\n")
+    assert outcome.exit_code == 1
+    assert b"SyntaxError" in captured.err
+    assert outcome.report is not None and outcome.report.error is not None
+    assert outcome.report.error.type == "SyntaxError"
+
+
+def test_a_raising_script_keeps_its_traceback_and_report(tmp_path: Path, bare_python: str) -> None:
+    outcome, captured = _run(tmp_path, bare_python, "def f():\n    raise ValueError('boom')\n\nf()\n")
+    assert outcome.exit_code == 1
+    assert b"ValueError: boom" in captured.err and b"line 2, in f" in captured.err
+    assert outcome.report is not None and outcome.report.error is not None
+    assert (outcome.report.error.type, outcome.report.error.line) == ("ValueError", 2)
+
+
+def test_sys_exit_code_is_the_outcome(tmp_path: Path, bare_python: str) -> None:
+    outcome, _ = _run(tmp_path, bare_python, "import sys\nsys.exit(3)\n")
+    assert outcome.exit_code == 3
+    assert outcome.report is not None and outcome.report.ended_by == "sys_exit"
+
+
+def test_megabytes_of_output_on_both_streams_do_not_deadlock(tmp_path: Path, bare_python: str) -> None:
+    outcome, captured = _run(
+        tmp_path,
+        bare_python,
+        """\
+        import sys
+        line = "x" * 1023 + "\\n"
+        for _ in range(4096):
+            sys.stdout.write(line)
+            sys.stderr.write(line)
+        """,
+        timeout_s=60,
+    )
+    assert outcome.exit_code == 0 and not outcome.timed_out
+    assert len(captured.out) == 4 * 1024 * 1024
+    assert captured.err.count(b"x" * 1023 + b"\n") == 4096
+
+
+HANG_WITH_CHILD = """\
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+with open("pids", "w") as f:
+    f.write(f"{os.getpid()} {child.pid}")
+print("started", flush=True)
+time.sleep(600)
+"""
+
+
+def _pids(tmp_path: Path) -> list[int]:
+    assert _wait_for(lambda: (tmp_path / "pids").exists() and bool((tmp_path / "pids").read_text()))
+    return [int(p) for p in (tmp_path / "pids").read_text().split()]
+
+
+def test_timeout_stops_the_whole_process_group(tmp_path: Path, bare_python: str) -> None:
+    started = time.monotonic()
+    outcome, captured = _run(tmp_path, bare_python, HANG_WITH_CHILD, timeout_s=2.0, grace_s=1.0)
+    elapsed = time.monotonic() - started
+    assert outcome.timed_out and not outcome.cancelled
+    assert elapsed < 10
+    assert captured.out == b"started\n"
+    assert outcome.error is not None and outcome.error.startswith("timed out after 2 s")
+    assert not any(_wait_for(lambda pid=pid: not _alive(pid)) is False for pid in _pids(tmp_path))
+    assert outcome.report is not None and outcome.report.ended_by == "signal"
+
+
+def test_cancellation_by_event_stops_the_run(tmp_path: Path, bare_python: str) -> None:
+    cancel = threading.Event()
+    threading.Timer(1.0, cancel.set).start()
+    outcome, _ = _run(tmp_path, bare_python, HANG_WITH_CHILD, cancel=cancel, grace_s=1.0)
+    assert outcome.cancelled and not outcome.timed_out
+    assert outcome.error is not None and outcome.error.startswith("cancelled")
+    assert all(_wait_for(lambda pid=pid: not _alive(pid)) for pid in _pids(tmp_path))
+
+
+def test_cancellation_by_callable(tmp_path: Path, bare_python: str) -> None:
+    deadline = time.monotonic() + 1.0
+    outcome, _ = _run(tmp_path, bare_python, HANG_WITH_CHILD, cancel=lambda: time.monotonic() > deadline)
+    assert outcome.cancelled
+
+
+def test_a_forked_child_left_behind_is_stopped_and_does_not_hold_the_run(tmp_path: Path, bare_python: str) -> None:
+    started = time.monotonic()
+    outcome, captured = _run(
+        tmp_path,
+        bare_python,
+        """\
+        import os, time
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(600)
+            os._exit(0)
+        with open("pids", "w") as f:
+            f.write(str(pid))
+        print("parent done")
+        """,
+        grace_s=1.0,
+    )
+    assert time.monotonic() - started < 10
+    assert outcome.exit_code == 0 and captured.out == b"parent done\n"
+    assert "the script left processes running; they were stopped with the run" in outcome.notes
+    (child,) = _pids(tmp_path)
+    assert _wait_for(lambda: not _alive(child))
+
+
+def test_a_killed_script_reports_the_signal(tmp_path: Path, bare_python: str) -> None:
+    outcome, _ = _run(tmp_path, bare_python, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    assert outcome.exit_code == -9
+    assert outcome.error is not None and "was killed by SIGKILL" in outcome.error
+
+
+def test_module_target_runs_with_dash_m(tmp_path: Path, bare_python: str) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "tool.py").write_text("import sys\nprint(__name__, sys.argv[1:])\n")
+    captured = Captured()
+    outcome = run(
+        Target(module="pkg.tool", args=("-x", "--y")),
+        report_path=tmp_path / "r.json",
+        python=bare_python,
+        cwd=tmp_path,
+        on_stdout=captured.on_out,
+        on_stderr=captured.on_err,
+    )
+    assert outcome.exit_code == 0, captured.err
+    assert captured.out == b"__main__ ['-x', '--y']\n"
+
+
+def test_a_stale_report_is_never_mistaken_for_this_runs(tmp_path: Path, bare_python: str) -> None:
+    stale = '{"schema": "dynamo-lens.run", "version": 1, "python": "3", "argv": ["stale.py"], "exit_code": 0}'
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "report.json").write_text(stale)
+    outcome, _ = _run(tmp_path, bare_python, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    assert outcome.exit_code == -9
+    assert outcome.report is not None and outcome.report.argv == ("script.py",)
+    assert not outcome.report.complete  # rebuilt from the event stream: the shim never got to write its report
+
+
+def test_a_script_that_ignores_sigterm_is_killed_and_its_events_kept(tmp_path: Path, bare_python: str) -> None:
+    started = time.monotonic()
+    outcome, _ = _run(
+        tmp_path,
+        bare_python,
+        """        import signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("stubborn", flush=True)
+        time.sleep(600)
+        """,
+        timeout_s=1.0,
+        grace_s=1.0,
+    )
+    assert outcome.timed_out and outcome.exit_code == -9
+    assert time.monotonic() - started < 10
+    assert outcome.report is not None and not outcome.report.complete
+
+
+def test_child_environment_drops_our_libraries_from_pythonpath(tmp_path: Path) -> None:
+    import dynamo_lens
+
+    ours = str(Path(dynamo_lens.__file__).parent.parent)
+    bundled_copy = tmp_path / "bundled"
+    (bundled_copy / "dynamo_lens").mkdir(parents=True)
+    (bundled_copy / "dynamo_lens" / "__init__.py").write_text("")
+    user = str(tmp_path / "user_libs")
+    env = child_environment({"PYTHONPATH": os.pathsep.join([ours, user, str(bundled_copy), ""]), "KEEP": "1"})
+    assert env == {"PYTHONPATH": user, "KEEP": "1"}
+    assert "PYTHONPATH" not in child_environment({"PYTHONPATH": ours})
+
+
+def test_torch_version_is_read_without_importing_torch(bare_python: str, tmp_path: Path) -> None:
+    version = torch_version(sys.executable)
+    assert version is not None and version.startswith("2.13.0")
+    assert torch_version(bare_python) is None
+    assert torch_version(str(tmp_path / "missing-python")) is None
