@@ -187,6 +187,22 @@ def test_torch_does_what_the_fixture_claims(case: Case, observed: dict[str, Obse
     assert bool(seen.limit_hits) == case.limit_hit, seen.limit_hits
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_static_findings_are_where_torch_acts(case: Case, observed: dict[str, Observed]) -> None:
+    from dynamo_lens.static import link, summarize
+
+    summaries = [summarize(str(p), p.read_text(encoding="utf-8")) for p in case.sources]
+    reported = {(f.span.path, f.span.line) for f in link(summaries) if f.code == case.code}
+    seen = observed[case.fixture]
+    torch_lines = {
+        Expect.RECOMPILE: seen.recompile_lines,
+        Expect.GRAPH_BREAK: seen.graph_break_lines,
+        Expect.QUIET: set(),
+    }[case.expect]
+    assert reported == torch_lines
+
+
 @pytest.mark.parametrize("code", VERIFIED_CODES)
 def test_every_fixture_of_a_verified_code_is_run_under_torch(code: str) -> None:
     cases = [case for case in CASES if case.code == code]

@@ -1,0 +1,168 @@
+"""DL301 graph-break-call: calls inside compiled code that Dynamo cannot trace (measured on torch 2.13)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from dynamo_lens.rules.dl301_graph_break_call import RULE
+from dynamo_lens.static.checks import Check
+from dynamo_lens.static.checks._compiled_code import FunctionBody, InsideCompiledCandidate, function_bodies, judge
+from dynamo_lens.static.checks._python_values import TensorInference
+from dynamo_lens.static.context import FileContext
+
+LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+LOGGING_FUNCTIONS = frozenset(f"logging.{name}" for name in LOGGER_METHODS)
+GET_LOGGER = "logging.getLogger"
+SKIPPED_FUNCTIONS = frozenset({"warnings.warn", "time.time", "time.perf_counter", "time.monotonic"})
+DATA_DEPENDENT_FUNCTIONS = frozenset({"torch.equal", "torch.allclose"})
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBreak:
+    """A graph-break registry entry of torch 2.13 (``torch/_dynamo/graph_break_registry.json``), and what to do."""
+
+    gb_id: str
+    gb_type: str
+    advice: str
+
+
+PRINT = GraphBreak(
+    "GB0059",
+    "Failed to trace builtin operator",
+    "move it out of the compiled code, or list it in `torch._dynamo.config.reorderable_logging_functions`",
+)
+ITEM = GraphBreak(
+    "GB0124",
+    "Unsupported Tensor.item() call with capture_scalar_outputs=False",
+    "keep the value as a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`",
+)
+TOLIST = GraphBreak(
+    "GB0109",
+    "Tensor.tolist() with non-integer tensor",
+    "keep the values as a tensor (GB0033 'Data dependent operator' for integer tensors)",
+)
+LOGGER = GraphBreak(
+    "GB0291",
+    "logging.Logger method not supported for non-export cases",
+    "log outside the compiled code, or add the method to `torch._dynamo.config.ignore_logging_functions` "
+    "(it then does not run when compiled)",
+)
+LOGGING = GraphBreak("GB4841", "Unsupported python_type() call (inside `logging`)", "log outside the compiled code")
+SKIPPED = GraphBreak("GB0007", "Attempted to call function marked as skipped", "call it outside the compiled code")
+DEEPCOPY = GraphBreak("GB4198", "Attempted to copy.deepcopy a tensor", "use `t.clone()`")
+NONZERO = GraphBreak(
+    "GB0036",
+    "Dynamic shape operator",
+    "use a fixed-shape form such as `torch.where(mask, x, 0)`, or set "
+    "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
+)
+DATA_DEPENDENT = GraphBreak(
+    "GB0033", "Data dependent operator", "compare as tensors (`(a == b).all()` feeding `torch.where`)"
+)
+REPR = GraphBreak("GB0569", "repr() on tensor", "format the tensor outside the compiled code")
+
+
+def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
+    loggers = _logger_names(ctx)
+    for body in function_bodies(ctx):
+        tensors: TensorInference | None = None
+        for node in body.nodes:
+            if not isinstance(node, ast.Call):
+                continue
+            if tensors is None and _needs_tensors(node):
+                tensors = body.tensors(ctx)
+            found = _classify(node, ctx, loggers, tensors)
+            if found is not None:
+                yield _candidate(ctx, body, node, found)
+
+
+def _needs_tensors(call: ast.Call) -> bool:
+    func = call.func
+    return (isinstance(func, ast.Name) and func.id in ("int", "float", "bool", "str", "repr")) or (
+        isinstance(func, ast.Attribute) and func.attr == "deepcopy"
+    )
+
+
+def _classify(
+    call: ast.Call, ctx: FileContext, loggers: set[str], tensors: TensorInference | None
+) -> GraphBreak | None:
+    func = call.func
+    if isinstance(func, ast.Attribute) and ctx.resolve(func) is None:
+        method = func.attr
+        if method == "item" and not call.args and not call.keywords:
+            return ITEM
+        if method == "tolist" and not call.args and not call.keywords:
+            return TOLIST
+        if method == "nonzero" and not _as_tuple(call):
+            return NONZERO
+        if method in LOGGER_METHODS and _is_logger(func.value, ctx, loggers):
+            return LOGGER
+        return None
+    dotted = ctx.resolve(func)
+    if dotted is None:
+        if isinstance(func, ast.Name) and func.id not in ctx.aliases and func.id not in ctx.local_defs.get("", {}):
+            return _builtin(func.id, call, tensors)
+        return None
+    if dotted in LOGGING_FUNCTIONS:
+        return LOGGING
+    if dotted in SKIPPED_FUNCTIONS:
+        return SKIPPED
+    if dotted == "torch.nonzero" and not _as_tuple(call):
+        return NONZERO
+    if dotted in DATA_DEPENDENT_FUNCTIONS:
+        return DATA_DEPENDENT
+    if dotted == "copy.deepcopy" and call.args and tensors is not None and tensors.is_tensor(call.args[0]):
+        return DEEPCOPY
+    return None
+
+
+def _builtin(name: str, call: ast.Call, tensors: TensorInference | None) -> GraphBreak | None:
+    if name == "print":
+        return PRINT
+    if len(call.args) != 1 or tensors is None or not tensors.is_tensor(call.args[0]):
+        return None
+    if name in ("int", "float", "bool"):
+        return ITEM
+    if name == "str":
+        return PRINT
+    return REPR if name == "repr" else None
+
+
+def _as_tuple(call: ast.Call) -> bool:
+    return any(k.arg == "as_tuple" for k in call.keywords)
+
+
+def _is_logger(owner: ast.AST, ctx: FileContext, loggers: set[str]) -> bool:
+    if isinstance(owner, ast.Name):
+        return owner.id in loggers
+    return isinstance(owner, ast.Call) and ctx.resolve(owner.func) == GET_LOGGER
+
+
+def _logger_names(ctx: FileContext) -> set[str]:
+    """Names bound to ``logging.getLogger(...)`` anywhere in the file."""
+    names: set[str] = set()
+    for at in ctx.nodes(ast.Assign, ast.AnnAssign):
+        statement = at.node
+        value = getattr(statement, "value", None)
+        if isinstance(value, ast.Call) and ctx.resolve(value.func) == GET_LOGGER:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]  # type: ignore[attr-defined]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def _candidate(ctx: FileContext, body: FunctionBody, call: ast.Call, found: GraphBreak) -> InsideCompiledCandidate:
+    text = ctx.source(call, 60)
+    message = f'`{text}` breaks the graph when compiled (torch 2.13: {found.gb_id} "{found.gb_type}"); {found.advice}'
+    return InsideCompiledCandidate(
+        code=RULE.code,
+        span=ctx.span(call),
+        function=body.qualname,
+        message=message,
+        severity=RULE.default_severity,
+        data=(("gb_id", found.gb_id), ("call", text)),
+    )
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge)

@@ -1,0 +1,55 @@
+"""DL302 data-dependent-branch: Python control flow on a tensor's value inside compiled code (GB0170)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from dynamo_lens.rules.dl302_data_dependent_branch import RULE
+from dynamo_lens.static.checks import Check
+from dynamo_lens.static.checks._compiled_code import InsideCompiledCandidate, function_bodies, judge
+from dynamo_lens.static.context import FileContext
+
+GB_ID = "GB0170"
+GB_TYPE = "Data-dependent branching"
+
+
+def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
+    for body in function_bodies(ctx):
+        conditions = list(_conditions(body.nodes))
+        if not conditions:
+            continue
+        tensors = body.tensors(ctx)
+        for keyword, condition in conditions:
+            if tensors.is_tensor_condition(condition):
+                text = ctx.source(condition, 60)
+                shown = f"{keyword} {text}" if keyword in ("if", "while") else f"{text} {keyword} ..."
+                yield InsideCompiledCandidate(
+                    code=RULE.code,
+                    span=ctx.span(condition),
+                    function=body.qualname,
+                    message=(
+                        f"`{shown}` branches on a tensor's value: the graph breaks here when compiled "
+                        f'(torch 2.13: {GB_ID} "{GB_TYPE}"); use `torch.where(...)` or `torch.cond(...)`'
+                    ),
+                    severity=RULE.default_severity,
+                    data=(("gb_id", GB_ID), ("condition", text)),
+                )
+
+
+def _conditions(nodes: list[ast.AST]) -> Iterator[tuple[str, ast.expr]]:
+    """The expressions whose truth value Python asks for: ``if``/``while``/``x if c else y`` conditions, and the
+    operands of ``a and b`` / ``a or b`` that decide whether the next one runs."""
+    tests: set[int] = set()
+    for node in nodes:
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            keyword = "while" if isinstance(node, ast.While) else "if"
+            tests.update(id(n) for n in ast.walk(node.test))
+            yield keyword, node.test
+    for node in nodes:
+        if isinstance(node, ast.BoolOp) and id(node) not in tests:
+            operator = "and" if isinstance(node.op, ast.And) else "or"
+            yield from ((operator, v) for v in node.values[:-1])
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge)
