@@ -540,7 +540,8 @@ class Walker:
             elif _is_literal(value):
                 detail = "const"
         ctor = value.func if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute) else None
-        self._event("write", attr, target, value_kind=kind, detail=detail, ctor=ctor)
+        text = self.ctx.source(value, 40) if value is not None else ""
+        self._event("write", attr, target, value_kind=kind, detail=detail, ctor=ctor, text=text)
         if function.is_init and self.cls is not None and attr not in self.cls.init_attrs:
             keys: tuple[str, ...] = ()
             if isinstance(value, ast.Dict):

@@ -1,0 +1,136 @@
+"""DL101: a Python scalar attribute that the traced call reads and then changes (``self.steps += 1``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dynamo_lens.model import Edit, Finding, Fix, Severity, Span
+from dynamo_lens.rules.dl101_scalar_attr_mutated_in_forward import RULE
+from dynamo_lens.static.checks import Check
+from dynamo_lens.static.index import WorkspaceIndex
+from dynamo_lens.static.state_flow import (
+    Access,
+    AttrFlow,
+    ClassFlow,
+    class_flows,
+    init_related,
+    keep_loudest,
+    read_related,
+    sites_of,
+)
+from dynamo_lens.static.summary import AttrKind
+
+SCALARS: frozenset[AttrKind] = frozenset({"int", "float", "bool", "str"})
+AUG_OPERATORS = {
+    "Add": "+=", "Sub": "-=", "Mult": "*=", "Div": "/=", "FloorDiv": "//=", "Mod": "%=", "Pow": "**=",
+    "BitOr": "|=", "BitAnd": "&=", "BitXor": "^=", "LShift": "<<=", "RShift": ">>=",
+}  # fmt: skip
+_IN_PLACE = {"Add": "add_", "Sub": "sub_"}
+
+
+def scalar_kind(flow: AttrFlow) -> AttrKind | None:
+    """The Python scalar kind of the attribute, from ``__init__`` or else from what the call writes."""
+    init = flow.init_kind
+    if init in SCALARS:
+        return init
+    if init not in (None, "none", "unknown"):
+        return None  # a tensor, a container, a module: not a scalar
+    written = {a.event.value_kind for a in flow.changes if a.event.kind in ("write", "aug")} - {"unknown"}
+    if len(written) == 1 and (kind := next(iter(written))) in SCALARS:
+        return kind
+    return None
+
+
+def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
+    findings: list[Finding] = []
+    for flow in class_flows(index):
+        for attr in flow.attrs.values():
+            if not attr.carried or attr.init is None:
+                continue  # not carried across calls, or created outside __init__ (DL103)
+            kind = scalar_kind(attr)
+            if kind is None:
+                continue
+            changes = [a for a in attr.changes if a.event.kind in ("write", "aug")]
+            findings.extend(_finding(index, flow, attr, kind, change, changes) for change in changes)
+    yield from keep_loudest(findings)
+
+
+def _finding(
+    index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow, kind: AttrKind, change: Access, changes: list[Access]
+) -> Finding:
+    name = f"self.{attr.attr}"
+    event = change.event
+    operator = AUG_OPERATORS.get(event.detail, "=") if event.kind == "aug" else "="
+    what = f"`{name} {operator} {event.text or '…'}`"
+    place = f"`{change.method}`" + (f" (called from `{flow.entry}`)" if change.method != flow.entry else "")
+    unbounded = any(a.event.kind == "aug" or a.event.detail in ("self", "") for a in changes)
+    severity: Severity | None = None
+    if kind in ("int", "str") and unbounded:
+        dynamic = "strings are never made dynamic" if kind == "str" else "int module attributes are never made dynamic"
+        cost = (
+            f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) at the read, so each new value recompiles "
+            f"({dynamic}); after recompile_limit (8) the frame runs eagerly"
+        )
+    elif kind in ("int", "str"):
+        severity = Severity.INFO
+        cost = f"Dynamo guards `{name} == <value>` (EQUALS_MATCH); the value changes once: one extra compile"
+    elif kind == "float":
+        severity = Severity.INFO
+        cost = (
+            f"Dynamo guards `{name} == <value>` (EQUALS_MATCH), recompiles once and then treats the float as dynamic "
+            "(specialize_float=False): one extra compile"
+        )
+    else:
+        severity = Severity.INFO
+        cost = (
+            f"Dynamo guards the bool (TRUE_MATCH/FALSE_MATCH `{name}`): one compiled entry per value, one extra compile"
+        )
+    message = f"{what} in {place} changes the {kind} attribute `{name}` that the next call reads: {cost}"
+    sites = sites_of(index, [change, *attr.carried_reads])
+    related = (*init_related(attr), *read_related(attr, event.span))
+    fixes = _fixes(index, attr, kind, changes) if kind == "int" and unbounded else ()
+    return index.finding(
+        RULE,
+        event.span,
+        message,
+        sites,
+        severity=severity,
+        related=related,
+        fixes=fixes,
+        data={"attribute": attr.attr, "kind": kind, "class": flow.cls[1], "unbounded": unbounded},
+    )
+
+
+def _fixes(index: WorkspaceIndex, attr: AttrFlow, kind: AttrKind, changes: list[Access]) -> tuple[Fix, ...]:
+    if attr.init is None:
+        return ()
+    owner, init = attr.init
+    summary = index.summary(owner[0])
+    torch_name = (
+        next((n for n, ref in summary.imports if ref.level == 0 and ref.dotted == "torch"), None) if summary else None
+    )
+    if summary is None or torch_name is None:
+        return ()
+    fixes: list[Fix] = []
+    if init.kind == "int" and all(a.event.kind == "aug" and a.event.detail in _IN_PLACE for a in changes):
+        value = init.value_text
+        tensor = (
+            f"{torch_name}.zeros((), dtype={torch_name}.long)"
+            if value == "0"
+            else f"{torch_name}.tensor({value}, dtype={torch_name}.long)"
+        )
+        edits = [Edit(init.statement, f'self.register_buffer("{attr.attr}", {tensor})')]
+        for access in changes:
+            statement = access.event.statement
+            if statement is not None:
+                method = _IN_PLACE[access.event.detail]
+                edits.append(Edit(statement, f"self.{attr.attr}.{method}({access.event.text})"))
+        fixes.append(Fix(RULE.fix_title or "Keep the counter in a tensor buffer", tuple(edits), safe=False))
+    line = summary.import_end
+    config = f"{torch_name}._dynamo.config.allow_unspec_int_on_nn_module = True\n"
+    insert = Edit(Span(owner[0], line, 1, line, 1), config)
+    fixes.append(Fix("Let Dynamo treat int module attributes as dynamic", (insert,), safe=False, min_torch="2.5"))
+    return tuple(fixes)
+
+
+CHECK = Check(RULE.code, judge_workspace=judge_workspace)

@@ -1,0 +1,201 @@
+"""The state flow shared by DL101-DL106: which ``self.<attr>`` values one compiled call carries to the next.
+
+For every class that Dynamo may trace (each ``nn.Module`` subclass from its ``forward``, and each class whose method
+or instance a compile site compiles, from that entry), the ``self.<attr>`` events of the entry method are laid out in
+evaluation order, inlining ``self.m()`` calls, properties and ``super().m()`` through the class's MRO (not methods
+decorated with ``torch.compiler.disable``, which Dynamo never traces). Then, per attribute:
+
+* a *carried read* is a read (or an ``op=``, a container mutation, an in-place call: they all read the attribute)
+  that no *definite* write precedes in the same call (a write on every path: not under ``if``/loops/``try``). Dynamo
+  guards what the call read, so a carried read installs a guard on the value the previous call left behind.
+* a *change* is a write, an ``op=`` or a container mutation.
+
+An attribute matters when it has both (DESIGN.md §3: only state carried across calls costs a recompile). Whether it
+costs one extra compile or one per call depends on the kind of value; the per-code check modules decide that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dynamo_lens.model import Finding, Related, Span
+from dynamo_lens.static.index import ClassKey, WorkspaceIndex
+from dynamo_lens.static.summary import AttrInit, AttrKind, CompileSite, MethodSummary, StateEvent
+
+_MAX_INLINE_DEPTH = 6
+READING = frozenset({"read", "aug", "mutate", "inplace", "call"})
+CHANGING = frozenset({"write", "aug", "mutate"})
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """One event of the laid-out call, with the method it comes from and what precedes it."""
+
+    event: StateEvent
+    owner: ClassKey
+    """The class that defines the method containing the event."""
+    method: str
+    definite: bool
+    """The event runs on every path of the whole call (it also counts the ``if`` around an inlined ``self.m()``)."""
+    fresh: bool
+    """A definite write of the same attribute precedes it in this call: it reads this call's value, no guard."""
+
+
+@dataclass(slots=True)
+class AttrFlow:
+    """Everything one traced call does to one attribute of an instance of ``cls``."""
+
+    cls: ClassKey
+    attr: str
+    accesses: list[Access] = field(default_factory=list)
+    init: tuple[ClassKey, AttrInit] | None = None
+
+    @property
+    def carried_reads(self) -> list[Access]:
+        return [a for a in self.accesses if a.event.kind in READING and not a.fresh]
+
+    @property
+    def changes(self) -> list[Access]:
+        return [a for a in self.accesses if a.event.kind in CHANGING]
+
+    @property
+    def carried(self) -> bool:
+        """The call reads a value an earlier call may have changed, and changes it."""
+        return bool(self.changes) and bool(self.carried_reads)
+
+    @property
+    def init_kind(self) -> AttrKind | None:
+        return self.init[1].kind if self.init is not None else None
+
+
+@dataclass(slots=True)
+class ClassFlow:
+    """The laid-out call of one entry method of one class."""
+
+    cls: ClassKey
+    entry: str
+    accesses: list[Access]
+    methods: set[tuple[ClassKey, str]]
+    """Every (defining class, method) the call runs."""
+    attrs: dict[str, AttrFlow]
+
+
+def class_flows(index: WorkspaceIndex) -> list[ClassFlow]:
+    """The flows of every traced class entry in the workspace (computed once per link)."""
+    return index.memo("state_flow.class_flows", lambda: _compute(index))
+
+
+def _compute(index: WorkspaceIndex) -> list[ClassFlow]:
+    entries: dict[ClassKey, set[str]] = {}
+    for key, _ in index.classes():
+        if index.is_module_class(key) and index.find_method(key, "forward") is not None:
+            entries.setdefault(key, set()).add("forward")
+    for summary in index.summaries:
+        for site in summary.compile_sites:
+            for entry in index.compiled_entries(summary.path, site):
+                if entry[0] == "method":
+                    entries.setdefault(entry[1], set()).add(entry[2])
+    flows: list[ClassFlow] = []
+    for key, names in entries.items():
+        for name in sorted(names):
+            flow = _lay_out(index, key, name)
+            if flow is not None:
+                flows.append(flow)
+    return flows
+
+
+def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | None:
+    raw: list[tuple[StateEvent, ClassKey, str, bool]] = []
+    methods: set[tuple[ClassKey, str]] = set()
+
+    def inline(name: str, definite: bool, depth: int, after: ClassKey | None = None) -> None:
+        found = index.find_method(cls, name, after)
+        if found is None:
+            return
+        owner, method = found
+        if method.disabled or depth > _MAX_INLINE_DEPTH or (owner, name) in stack:
+            return
+        stack.append((owner, name))
+        methods.add((owner, name))
+        for event in method.events:
+            here = definite and event.definite and (depth == 0 or not event.after_exit)
+            if event.kind == "call" and event.detail == "super":
+                inline(event.attr, here, depth + 1, after=owner)
+                continue
+            if event.kind in ("call", "read"):
+                target = index.find_method(cls, event.attr)
+                if target is not None and (event.kind == "call" or target[1].kind == "property"):
+                    inline(event.attr, here, depth + 1)
+                    continue
+            raw.append((event, owner, name, here))
+        stack.pop()
+
+    stack: list[tuple[ClassKey, str]] = []
+    inline(entry, True, 0)
+    if not methods:
+        return None
+    accesses: list[Access] = []
+    written: set[str] = set()
+    attrs: dict[str, AttrFlow] = {}
+    for event, owner, method, definite in raw:
+        access = Access(event, owner, method, definite, event.attr in written)
+        accesses.append(access)
+        if not event.attr:
+            continue
+        if event.kind in ("write", "aug") and definite and event.detail != "del":
+            written.add(event.attr)
+        flow = attrs.get(event.attr)
+        if flow is None:
+            flow = attrs[event.attr] = AttrFlow(cls, event.attr, init=index.init_attr(cls, event.attr))
+        flow.accesses.append(access)
+    return ClassFlow(cls, entry, accesses, methods, attrs)
+
+
+# -- helpers the DL10x checks share ---------------------------------------------------------------------------
+
+
+def sites_of(index: WorkspaceIndex, accesses: Iterable[Access]) -> set[CompileSite]:
+    """Compile sites that reach the methods containing ``accesses``."""
+    sites: set[CompileSite] = set()
+    for access in accesses:
+        sites.update(index.sites_for_method(access.owner, access.method))
+    return sites
+
+
+def where(access: Access) -> str:
+    """``forward`` or ``_bump`` (called from ``forward``), for messages."""
+    return f"`{access.method}`"
+
+
+def init_related(flow: AttrFlow) -> tuple[Related, ...]:
+    if flow.init is None:
+        return ()
+    init = flow.init[1]
+    return (Related(init.span, f"`self.{flow.attr}` starts as `{init.value_text or init.kind}` in `__init__`"),)
+
+
+def read_related(flow: AttrFlow, at: Span) -> tuple[Related, ...]:
+    """The first carried read, unless it is the finding's own span: the guard is installed there."""
+    for access in flow.carried_reads:
+        if access.event.span != at:
+            return (Related(access.event.span, f"`self.{flow.attr}` is read here: Dynamo guards its value"),)
+        return ()
+    return ()
+
+
+def keep_loudest(findings: Iterable[Finding]) -> list[Finding]:
+    """One finding per (code, span): a hazard in a base class seen from several subclasses, or from a compiled
+    subclass and from the uncompiled base, is reported once, at its loudest."""
+    best: dict[tuple[str, Span], Finding] = {}
+    for finding in findings:
+        key = (finding.code, finding.span)
+        current = best.get(key)
+        if current is None or finding.severity.rank < current.severity.rank:
+            best[key] = finding
+    return list(best.values())
+
+
+def method_summary(index: WorkspaceIndex, owner: ClassKey, name: str) -> MethodSummary | None:
+    summary = index.class_summary(owner)
+    return summary.method(name) if summary is not None else None
