@@ -1,0 +1,81 @@
+"""The workspace as the server sees it: one per-file analysis per Python file, linked into findings on demand.
+
+Files on disk come from the background workspace scan (``scan.analyse_files``, cached by content); an open
+document's analysis is replaced on every analysed version (``scan.analyse_text``), so unsaved text in one editor
+takes part in linking another. Linking runs over all of them: a compile site typed in ``train.py`` turns the hazards
+in ``model.py`` into warnings at once. This module only keeps state and calls ``scan``; it judges nothing.
+
+Thread safety: the methods run in worker threads. Each analysis is stored with a generation number taken on the
+event loop when the work was scheduled, and an older result never replaces a newer one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterable, Sequence
+
+from dynamo_lens import scan
+from dynamo_lens.cache import AnalysisCache
+from dynamo_lens.config import Settings
+from dynamo_lens.model import Finding
+from dynamo_lens.scan import FileAnalysis
+from dynamo_lens.scan_sources import FileProblem
+from dynamo_lens.static.summary import FileSummary
+
+
+class WorkspaceAnalysis:
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[int, FileAnalysis]] = {}
+        self._lock = threading.Lock()
+        self._generations = itertools.count(1)
+
+    def next_generation(self) -> int:
+        """Taken on the event loop when an analysis is scheduled, so that results can be ordered."""
+        return next(self._generations)
+
+    def update(self, path: str, text: str, generation: int) -> None:
+        """Analyse ``text`` as the content of ``path``."""
+        outcome = scan.analyse_text(path, text)
+        if isinstance(outcome, FileProblem):
+            self.forget(path)
+        else:
+            self._store([outcome], generation)
+
+    def update_from_disk(self, paths: Sequence[str], generation: int) -> list[FileProblem]:
+        """Analyse files as they are on disk (cached by content); returns the files that could not be analysed."""
+        workspace = scan.analyse_files(paths, AnalysisCache.in_root())
+        self._store(workspace.files.values(), generation)
+        return list(workspace.problems)
+
+    def _store(self, analyses: Iterable[FileAnalysis], generation: int) -> None:
+        with self._lock:
+            for analysis in analyses:
+                current = self._files.get(analysis.path)
+                if current is None or current[0] <= generation:
+                    self._files[analysis.path] = (generation, analysis)
+
+    def forget(self, path: str) -> None:
+        with self._lock:
+            self._files.pop(path, None)
+
+    def summary(self, path: str) -> FileSummary | None:
+        entry = self._files.get(path)
+        return entry[1].summary if entry is not None else None
+
+    def summaries(self) -> list[FileSummary]:
+        with self._lock:
+            return [analysis.summary for _generation, analysis in self._files.values()]
+
+    def file_count(self) -> int:
+        return len(self._files)
+
+    def findings(self, rules: Settings) -> tuple[dict[str, list[Finding]], tuple[str, ...]]:
+        """Every finding in the workspace by path, after suppression comments and ``rules``; and internal errors."""
+        with self._lock:
+            analyses = [analysis for _generation, analysis in self._files.values()]
+        linked, internal_errors = scan.link_files(analyses, rules)
+        grouped: dict[str, list[Finding]] = {}
+        for finding in linked:
+            grouped.setdefault(finding.path, []).append(finding)
+        return grouped, internal_errors

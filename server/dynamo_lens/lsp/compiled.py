@@ -1,0 +1,239 @@
+"""Where compiled code lives in a file, and what the last run observed for it.
+
+A *place* is a compile site (``torch.compile(...)``, ``@torch.compile``, ``model.compile()``), a compiled class
+(an ``nn.Module`` subclass a compile site compiles) or a compiled function/method ``def``. Hover, inlay hints and code
+lenses all start from :func:`places_in_file`; they differ only in what they render.
+
+Static facts come from the per-file summaries (what a compile site compiles is resolved by name across the
+workspace, the same way the summary records it); runtime facts from the last run report, matched to a ``def`` by
+file, function name and first line (``co_firstlineno`` is the first decorator's line, so a few lines above the
+``def`` still match).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from dynamo_lens.runtime.report import Frame, FrameRef, GraphBreak, LimitHit, Recompile, RunReport
+from dynamo_lens.static.summary import ClassSummary, CompileSite, FileSummary, FunctionSummary, MethodSummary
+
+DECORATOR_LINES = 6
+"""How far above a ``def`` its code object may start (decorators)."""
+
+_RESUME_PREFIX = "torch_dynamo_resume_in_"
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+PlaceKind = Literal["site", "class", "function", "method"]
+
+
+@dataclass(frozen=True, slots=True)
+class Def:
+    """A function or method definition: its file, 1-based ``def`` line and name."""
+
+    path: str
+    line: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Something compiled, at a 1-based ``line`` of ``path``, and the ``def``\\ s whose frames belong to it."""
+
+    kind: PlaceKind
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    name: str
+    defs: tuple[Def, ...]
+    site: CompileSite | None = None
+    cls: ClassSummary | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What the last run saw for one place."""
+
+    frames: tuple[Frame, ...]
+    recompiles: tuple[Recompile, ...]
+    graph_breaks: tuple[GraphBreak, ...]
+    limit_hits: tuple[LimitHit, ...]
+
+    @property
+    def compiles(self) -> int:
+        return sum(len(frame.cache_entries) for frame in self.frames)
+
+    def stats_text(self) -> str:
+        """``compiled 9x · 8 recompiles · limit hit · 2 graph breaks`` (zero counts left out)."""
+        counts = self.counts()
+        stats = [f"compiled {counts['compiles']}{TIMES}"]
+        if counts["recompiles"]:
+            stats.append(f"{counts['recompiles']} recompile" + ("s" if counts["recompiles"] > 1 else ""))
+        if counts["limitHits"]:
+            stats.append("limit hit")
+        if counts["graphBreaks"]:
+            stats.append(f"{counts['graphBreaks']} graph break" + ("s" if counts["graphBreaks"] > 1 else ""))
+        return " · ".join(stats)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "compiles": self.compiles,
+            "recompiles": len(self.recompiles),
+            "graphBreaks": sum(gb.count for gb in self.graph_breaks),
+            "limitHits": len(self.limit_hits),
+        }
+
+
+def places_in_file(path: str, summaries: Sequence[FileSummary]) -> list[Place]:
+    """Every compiled place in ``path``: its compile sites, and the classes/defs some compile site compiles."""
+    by_path = {s.path: s for s in summaries}
+    summary = by_path.get(path)
+    if summary is None:
+        return []
+    places = [_site_place(summary, site, summaries) for site in summary.compile_sites]
+    compiled = _compiled_names(summaries)
+    for cls in summary.classes:
+        if cls.qualname in compiled or cls.qualname.rpartition(".")[2] in compiled:
+            places.append(_class_place(path, cls))
+            places.extend(
+                _def_place(path, m, "method", f"{cls.qualname}.{m.name}") for m in cls.methods if m.name == "forward"
+            )
+        for method in cls.methods:
+            if f"{cls.qualname}.{method.name}" in compiled:
+                places.append(_def_place(path, method, "method", f"{cls.qualname}.{method.name}"))
+    places.extend(
+        _def_place(path, function, "function", function.qualname)
+        for function in summary.functions
+        if function.qualname in compiled or function.qualname.rpartition(".")[2] in compiled
+    )
+    return sorted(places, key=lambda p: (p.line, p.column))
+
+
+def shown_places(places: Sequence[Place]) -> list[Place]:
+    """Places that get their own hint or lens: a compiled class's ``forward`` is left to the class line."""
+    classes = {p.name for p in places if p.kind == "class"}
+    return [p for p in places if not (p.kind == "method" and p.name.rpartition(".")[0] in classes)]
+
+
+def definition_lines(summary: FileSummary | None) -> list[int]:
+    """The 1-based lines of every ``class`` and ``def`` in a file, sorted: where one definition's body ends."""
+    if summary is None:
+        return []
+    lines = [c.span.line for c in summary.classes]
+    lines += [m.span.line for c in summary.classes for m in c.methods]
+    lines += [f.span.line for f in summary.functions]
+    return sorted(lines)
+
+
+def place_at(places: Iterable[Place], line: int, column: int) -> Place | None:
+    """The innermost place whose span holds the 1-based ``line``/``column`` (a ``def``/``class`` line counts whole)."""
+    hits = [
+        p
+        for p in places
+        if p.line <= line <= p.end_line
+        and (
+            p.kind != "site" or ((line, column) >= (p.line, p.column) and (line, column) <= (p.end_line, p.end_column))
+        )
+    ]
+    return min(hits, key=lambda p: (p.end_line - p.line, p.end_column - p.column), default=None)
+
+
+def observed(place: Place, report: RunReport) -> Observed:
+    frames = tuple(f for f in report.frames if not f.is_resume and any(_frame_matches(f, d) for d in place.defs))
+    keys = {(f.name, f.path, f.line) for f in frames}
+    if not frames:
+        return Observed((), (), (), ())
+    return Observed(
+        frames=frames,
+        recompiles=tuple(r for r in report.recompiles if (r.frame.name, r.frame.path, r.frame.line) in keys),
+        graph_breaks=tuple(gb for gb in report.graph_breaks if gb.frame is not None and _ref_in(gb.frame, frames)),
+        limit_hits=tuple(h for h in report.limit_hits if h.frame is not None and _ref_in(h.frame, frames)),
+    )
+
+
+def _ref_in(ref: FrameRef, frames: Sequence[Frame]) -> bool:
+    """Whether ``ref`` names one of ``frames``, or a resume function Dynamo made from one (after a graph break)."""
+    return any(
+        frame.path == ref.path
+        and (
+            (frame.name, frame.line) == (ref.name, ref.line) or ref.name.startswith(f"{_RESUME_PREFIX}{frame.name}_at_")
+        )
+        for frame in frames
+    )
+
+
+def _frame_matches(frame: Frame, definition: Def) -> bool:
+    return (
+        frame.path == definition.path
+        and frame.name == definition.name.rpartition(".")[2]
+        and 0 <= definition.line - frame.line <= DECORATOR_LINES
+    )
+
+
+def _compiled_names(summaries: Sequence[FileSummary]) -> set[str]:
+    """Qualified names (and last components) of what any compile site in the workspace compiles."""
+    names: set[str] = set()
+    for summary in summaries:
+        for site in summary.compile_sites:
+            target = site.target
+            if target.ref is None:
+                continue
+            if target.kind == "method" and target.member:
+                names.add(f"{target.ref.last}.{target.member}")
+            elif target.kind == "self_attr":
+                continue
+            else:
+                names.add(target.ref.dotted if target.ref.is_local else target.ref.last)
+    return names
+
+
+def _site_place(summary: FileSummary, site: CompileSite, summaries: Sequence[FileSummary]) -> Place:
+    span = site.span
+    target = site.target
+    name = target.ref.last if target.ref is not None else (target.text or "?")
+    if target.kind == "method" and target.member:
+        name = f"{name}.{target.member}"
+    return Place(
+        kind="site",
+        path=summary.path,
+        line=span.line,
+        column=span.column,
+        end_line=span.end_line,
+        end_column=span.end_column,
+        name=name,
+        defs=tuple(_target_defs(site, summaries)),
+        site=site,
+    )
+
+
+def _target_defs(site: CompileSite, summaries: Sequence[FileSummary]) -> Iterable[Def]:
+    target = site.target
+    if target.ref is None:
+        return
+    wanted = target.ref.dotted if target.ref.is_local else target.ref.last
+    for summary in summaries:
+        for cls in summary.classes:
+            if cls.qualname != wanted and cls.qualname.rpartition(".")[2] != wanted:
+                continue
+            for method in cls.methods:
+                if not target.member or method.name == target.member:
+                    yield Def(summary.path, method.span.line, f"{cls.qualname}.{method.name}")
+        for function in summary.functions:
+            if function.qualname == wanted or function.qualname.rpartition(".")[2] == wanted:
+                yield Def(summary.path, function.span.line, function.qualname)
+
+
+def _class_place(path: str, cls: ClassSummary) -> Place:
+    span = cls.span
+    defs = tuple(Def(path, m.span.line, f"{cls.qualname}.{m.name}") for m in cls.methods)
+    return Place("class", path, span.line, span.column, span.line, span.end_column, cls.qualname, defs, cls=cls)
+
+
+def _def_place(path: str, node: MethodSummary | FunctionSummary, kind: PlaceKind, qualname: str) -> Place:
+    span = node.span
+    return Place(
+        kind, path, span.line, span.column, span.line, span.end_column, qualname, (Def(path, span.line, qualname),)
+    )

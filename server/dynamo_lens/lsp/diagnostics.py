@@ -1,0 +1,301 @@
+"""Diagnostics: static findings for open documents and the workspace, runtime findings from the last run, merged.
+
+* ``didOpen`` analyses at once; ``didChange`` is debounced: an edit after a quiet period is analysed at once, an edit
+  inside a burst waits until ``debounceMs`` of quiet. The analysis runs in a worker thread on a snapshot of
+  ``(version, text)``; its result is dropped when a newer version arrived or the document was closed meanwhile, so
+  nothing stale is ever published.
+* Push (``textDocument/publishDiagnostics``) by default. When the client declares pull diagnostics
+  (``textDocument/diagnostic``), it is answered instead and ``workspace/diagnostic/refresh`` asks the client to pull
+  again after a run or the workspace scan.
+* The workspace scan runs once after ``initialized`` in a worker, with ``window/workDoneProgress``; requests keep being
+  answered meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from lsprotocol import types
+
+from dynamo_lens.discovery import discover
+from dynamo_lens.lsp.convert import path_to_uri, to_diagnostic
+from dynamo_lens.lsp.documents import DocumentState, TrackedFinding, track_change, visible_findings
+from dynamo_lens.lsp.server import DynamoLensServer
+from dynamo_lens.lsp.settings import effective_rules
+from dynamo_lens.model import Finding
+
+IDENTIFIER = "dynamo-lens"
+SCAN_BATCH = 500
+"""Files per step of the workspace scan (one progress report each)."""
+
+
+def register(server: DynamoLensServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    @server.guarded()
+    def did_open(params: types.DidOpenTextDocumentParams) -> None:
+        path = server.path_of(params.text_document.uri)
+        if path is None:
+            return
+        state = server.documents.get(path)
+        state.open, state.version = True, params.text_document.version
+        state.lines = params.text_document.text.splitlines(keepends=True)
+        schedule(server, path, immediate=True)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    @server.guarded()
+    def did_change(params: types.DidChangeTextDocumentParams) -> None:
+        path = server.path_of(params.text_document.uri)
+        state = server.documents.find(path) if path is not None else None
+        if path is None or state is None or not state.open:
+            return
+        for change in params.content_changes:
+            state.runtime = track_change(state.runtime, change, state.lines)
+        state.version = params.text_document.version
+        state.lines = list(server.workspace.get_text_document(params.text_document.uri).lines)
+        schedule(server, path)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    @server.guarded()
+    def did_close(params: types.DidCloseTextDocumentParams) -> None:
+        path = server.path_of(params.text_document.uri)
+        state = server.documents.find(path) if path is not None else None
+        if path is None or state is None:
+            return
+        if state.pending is not None:
+            state.pending.cancel()
+        state.open, state.version, state.lines = False, None, []
+        state.static, state.static_version = (), None
+        publish(server, [path])
+        if Path(path).is_file():
+            state.pending = asyncio.ensure_future(_analyse_disk(server, path))
+        else:
+            server.analysis.forget(path)
+
+
+def register_pull(server: DynamoLensServer) -> None:
+    """``textDocument/diagnostic``, registered at ``initialize`` only for clients that declare it."""
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(identifier=IDENTIFIER, inter_file_dependencies=True, workspace_diagnostics=False),
+    )
+    @server.guarded(empty=types.RelatedFullDocumentDiagnosticReport(items=[]))
+    async def pull(params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+        path = server.path_of(params.text_document.uri)
+        state = server.documents.find(path) if path is not None else None
+        if state is None:
+            return types.RelatedFullDocumentDiagnosticReport(items=[])
+        if state.open and state.static_version != state.version and server.settings.enable_static:
+            schedule(server, state.path, immediate=True)
+            await asyncio.shield(state.pending)
+        result_id = f"{state.version}:{state.published}"
+        if params.previous_result_id == result_id:
+            return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+        return types.RelatedFullDocumentDiagnosticReport(items=current_diagnostics(server, state), result_id=result_id)
+
+
+# -- analysis ------------------------------------------------------------------------------------------------------
+
+
+def schedule(server: DynamoLensServer, path: str, *, immediate: bool = False) -> None:
+    """(Re)start the analysis of the open document ``path``, debounced unless ``immediate``."""
+    state = server.documents.get(path)
+    if state.pending is not None:
+        state.pending.cancel()
+    loop = asyncio.get_running_loop()
+    now = loop.time()
+    quiet = now - state.last_change >= server.settings.debounce_ms / 1000
+    state.last_change = now
+    delay = 0.0 if immediate or quiet else server.settings.debounce_ms / 1000
+    state.pending = asyncio.ensure_future(_analyse_open(server, path, delay))
+
+
+async def _analyse_open(server: DynamoLensServer, path: str, delay: float) -> None:
+    try:
+        if delay:
+            await asyncio.sleep(delay)
+        state = server.documents.find(path)
+        if state is None or not state.open:
+            return
+        version, text = state.version, "".join(state.lines)
+        generation = server.analysis.next_generation()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(server.thread_pool, server.analysis.update, path, text, generation)
+        if state.version != version or not state.open:
+            return  # a newer edit or a close won: its own analysis publishes
+        await _relink(server, {path: version})
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        server.report_internal_error(f"analysis of {path}", exc)
+
+
+async def _analyse_disk(server: DynamoLensServer, path: str) -> None:
+    """A just-closed document: the workspace goes back to the file's text on disk."""
+    try:
+        generation = server.analysis.next_generation()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(server.thread_pool, server.analysis.update_from_disk, [path], generation)
+        await _relink(server, {})
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        server.report_internal_error(f"analysis of {path}", exc)
+
+
+async def _relink(server: DynamoLensServer, analysed: Mapping[str, int | None]) -> None:
+    """Link the workspace and publish every file whose findings changed; ``analysed`` gives the versions just read."""
+    if not server.settings.enable_static:
+        grouped: dict[str, list[Finding]] = {}
+    else:
+        rules = effective_rules(server.settings, workspace_root(server))
+        loop = asyncio.get_running_loop()
+        grouped, internal_errors = await loop.run_in_executor(server.thread_pool, server.analysis.findings, rules)
+        for error in internal_errors:
+            server.log(f"dynamo-lens: {error}", types.MessageType.Error)
+    changed = apply_static(server, grouped, analysed)
+    publish(server, changed)
+
+
+def apply_static(
+    server: DynamoLensServer, grouped: Mapping[str, list[Finding]], analysed: Mapping[str, int | None]
+) -> list[str]:
+    """Install linked static findings; returns the paths to publish (changed ones, and every analysed version)."""
+    changed = []
+    for path in set(grouped) | set(analysed) | {p for p in server.documents.paths() if server.documents.get(p).static}:
+        state = server.documents.get(path)
+        if path in analysed:
+            state.static_version = analysed[path]
+        elif state.open and state.static_version != state.version:
+            continue  # its own analysis of a newer version is on the way
+        findings = tuple(sorted(grouped.get(path, ()), key=Finding.sort_key))
+        if findings != state.static or path in analysed:
+            state.static = findings
+            changed.append(path)
+    return changed
+
+
+def reanalyse_open_documents(server: DynamoLensServer) -> None:
+    """Settings changed: every open document again (the workspace follows through the link)."""
+    for path in server.documents.paths():
+        state = server.documents.get(path)
+        if state.open:
+            schedule(server, path, immediate=True)
+    if not any(server.documents.get(p).open for p in server.documents.paths()):
+        server.relink = asyncio.ensure_future(_relink(server, {}))
+
+
+def set_runtime_findings(server: DynamoLensServer, findings: Iterable[TrackedFinding]) -> None:
+    """Replace the runtime findings of every file with those of the last run (or none) and publish."""
+    grouped: dict[str, list[TrackedFinding]] = {}
+    for tracked in findings:
+        grouped.setdefault(tracked.finding.path, []).append(tracked)
+    changed = []
+    for path in set(grouped) | {p for p in server.documents.paths() if server.documents.get(p).runtime}:
+        server.documents.get(path).runtime = tuple(grouped.get(path, ()))
+        changed.append(path)
+    publish(server, changed)
+
+
+# -- publishing ----------------------------------------------------------------------------------------------------
+
+
+def current_diagnostics(server: DynamoLensServer, state: DocumentState) -> list[types.Diagnostic]:
+    out = []
+    for finding, stale in visible_findings(state):
+        if finding.source == "runtime" and not server.settings.enable_runtime:
+            continue
+        out.append(to_diagnostic(finding, server.lines_of, stale=stale))
+    return out
+
+
+def publish(server: DynamoLensServer, paths: Sequence[str]) -> None:
+    """Push the diagnostics of ``paths`` (or ask a pull client to pull again)."""
+    if not paths:
+        return
+    for path in paths:
+        server.documents.get(path).published += 1
+    if server.client_supports_pull_diagnostics:
+        refresh = server.client_capabilities.workspace
+        if refresh is not None and refresh.diagnostics is not None and refresh.diagnostics.refresh_support:
+            server.workspace_diagnostic_refresh(None)
+        return
+    for path in paths:
+        state = server.documents.get(path)
+        server.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=path_to_uri(path),
+                diagnostics=current_diagnostics(server, state),
+                version=state.version if state.open else None,
+            )
+        )
+
+
+# -- workspace scan ------------------------------------------------------------------------------------------------
+
+
+def workspace_root(server: DynamoLensServer) -> Path | None:
+    root = server.workspace.root_path
+    return Path(root) if root else None
+
+
+def start_workspace_scan(server: DynamoLensServer) -> None:
+    if server.settings.enable_static and workspace_root(server) is not None:
+        server.workspace_scan = asyncio.ensure_future(scan_workspace(server))
+
+
+async def scan_workspace(server: DynamoLensServer) -> None:
+    """Analyse every Python file under the workspace root in a worker, with progress, then link and publish."""
+    root = workspace_root(server)
+    if root is None:
+        return
+    token = await begin_progress(server, "Dynamo Lens: scanning the workspace")
+    try:
+        rules = effective_rules(server.settings, root)
+        loop = asyncio.get_running_loop()
+        files = (await loop.run_in_executor(server.thread_pool, discover, [str(root)], rules)).files
+        generation = server.analysis.next_generation()
+        for start in range(0, len(files), SCAN_BATCH):
+            open_paths = {p for p in server.documents.paths() if server.documents.get(p).open}
+            chunk = [p for p in files[start : start + SCAN_BATCH] if p not in open_paths]
+            problems = await loop.run_in_executor(
+                server.thread_pool, server.analysis.update_from_disk, chunk, generation
+            )
+            for problem in problems:
+                server.log(f"dynamo-lens: {problem.path}: {problem.message}", types.MessageType.Warning)
+            done = min(start + SCAN_BATCH, len(files))
+            _report_progress(server, token, f"{done}/{len(files)} files", done, len(files))
+        await _relink(server, {})
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        server.report_internal_error("workspace scan", exc)
+    finally:
+        end_progress(server, token)
+
+
+async def begin_progress(server: DynamoLensServer, title: str, cancellable: bool = False) -> str | None:
+    """A server-initiated ``window/workDoneProgress`` (None when the client does not support it)."""
+    window = server.client_capabilities.window
+    if window is None or not window.work_done_progress:
+        return None
+    token = f"dynamo-lens-{uuid.uuid4().hex}"
+    await server.work_done_progress.create_async(token)
+    begin = types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=cancellable)
+    server.work_done_progress.begin(token, begin)
+    return token
+
+
+def _report_progress(server: DynamoLensServer, token: str | None, message: str, done: int, total: int) -> None:
+    if token is not None:
+        percentage = int(100 * done / total) if total else 100
+        server.work_done_progress.report(token, types.WorkDoneProgressReport(message=message, percentage=percentage))
+
+
+def end_progress(server: DynamoLensServer, token: str | None) -> None:
+    if token is not None:
+        server.work_done_progress.end(token, types.WorkDoneProgressEnd())
+        server.work_done_progress.tokens.pop(token, None)

@@ -1,0 +1,201 @@
+"""Diagnostics over real JSON-RPC: push on open/change, pull, cross-file severity, the workspace scan, settings."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from lsp_session import Session, StartServer, uri
+from lsprotocol import types
+
+from dynamo_lens.rules import get_rule
+
+COUNTER = """\
+import torch
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+
+    def forward(self, x):
+        label = "é😀"; print(x)
+        self.steps += 1
+        return x * 2
+
+
+model = torch.compile(Counter())
+"""
+HAZARD = "DL301"  # `print(x)` breaks the graph
+HAZARD_LINE = 9  # 0-based line of `print(x)`
+# `print` starts after 8 spaces and `label = "é😀"; ` (14 characters, but 15 UTF-16 units: 😀 counts 2).
+HAZARD_CHARACTER = 8 + 15
+COMPILE_LINE = 14
+
+UNCOMPILED_MODEL = COUNTER.replace("\n\nmodel = torch.compile(Counter())\n", "\n")
+TRAIN = "import torch\nfrom model import Counter\n\nmodel = torch.compile(Counter())\n"
+
+
+def by_code(diagnostics: list[types.Diagnostic], code: str) -> list[types.Diagnostic]:
+    return [d for d in diagnostics if d.code == code]
+
+
+async def test_open_publishes_finding_with_code_link_related_and_utf16_position(
+    lsp: StartServer, workspace: Path
+) -> None:
+    path = workspace / "model.py"
+    path.write_text(COUNTER, encoding="utf-8")
+    session = await lsp(workspace)
+    version = session.open(path)
+    [diagnostic] = by_code(await session.diagnostics(path, version), HAZARD)
+    rule = get_rule(HAZARD)
+    assert rule is not None
+    assert diagnostic.range.start == types.Position(line=HAZARD_LINE, character=HAZARD_CHARACTER)
+    assert diagnostic.range.end.line == HAZARD_LINE and diagnostic.range.end.character > HAZARD_CHARACTER
+    assert diagnostic.source == "dynamo-lens"
+    assert diagnostic.severity == types.DiagnosticSeverity.Warning
+    assert diagnostic.code_description is not None and diagnostic.code_description.href == rule.docs_url
+    related_lines = {(r.location.uri, r.location.range.start.line) for r in diagnostic.related_information or ()}
+    assert (uri(path), COMPILE_LINE) in related_lines
+    assert isinstance(diagnostic.data, dict) and diagnostic.data["origin"] == "static"
+
+
+async def test_change_republishes_for_the_new_version(lsp: StartServer, workspace: Path) -> None:
+    path = workspace / "model.py"
+    path.write_text(COUNTER, encoding="utf-8")
+    session = await lsp(workspace)
+    session.open(path)
+    assert by_code(await session.diagnostics(path, 1), HAZARD)
+    fixed = COUNTER.replace('label = "é😀"; print(x)', "pass")
+    version = session.change(path, fixed)
+    assert by_code(await session.diagnostics(path, version), HAZARD) == []
+    # An incremental edit that brings the hazard back two lines lower.
+    version = session.change(
+        path,
+        "\n\n",
+        types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+    )
+    version = session.change(
+        path,
+        "print(x)",
+        types.Range(
+            start=types.Position(line=HAZARD_LINE + 2, character=8),
+            end=types.Position(line=HAZARD_LINE + 2, character=12),
+        ),
+    )
+    [diagnostic] = by_code(await session.diagnostics(path, version), HAZARD)
+    assert diagnostic.range.start == types.Position(line=HAZARD_LINE + 2, character=8)
+
+
+async def test_a_burst_of_edits_publishes_only_the_latest_version(lsp: StartServer, workspace: Path) -> None:
+    path = workspace / "model.py"
+    path.write_text(COUNTER, encoding="utf-8")
+    session = await lsp(workspace, options={"debounceMs": 300})
+    session.open(path)
+    await session.diagnostics(path, 1)
+    first_burst_publish = len(session.published)
+    texts = [COUNTER.replace("print(x)", f"print(x, {n})") for n in range(2, 8)]
+    versions = [session.change(path, text) for text in texts]
+    await session.diagnostics(path, versions[-1])
+    await asyncio.sleep(0.5)
+    published = [p.version for p in session.published[first_burst_publish:] if p.uri == uri(path)]
+    assert published == sorted(published)
+    assert published[-1] == versions[-1]
+    # The first edit of the burst may go out at once (leading edge); the rest are coalesced into the last one.
+    assert len(published) <= 2
+
+
+async def test_pull_diagnostics_when_the_client_declares_them(lsp: StartServer, workspace: Path) -> None:
+    path = workspace / "model.py"
+    path.write_text(COUNTER, encoding="utf-8")
+    session = await lsp(workspace, pull=True)
+    provider = session.capabilities.diagnostic_provider
+    assert isinstance(provider, types.DiagnosticOptions) and provider.inter_file_dependencies
+    session.open(path)
+    params = types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri(path)))
+    report = await session.client.text_document_diagnostic_async(params)
+    assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+    [diagnostic] = by_code(list(report.items), HAZARD)
+    assert diagnostic.range.start.line == HAZARD_LINE
+    params.previous_result_id = report.result_id
+    again = await session.client.text_document_diagnostic_async(params)
+    assert isinstance(again, types.RelatedUnchangedDocumentDiagnosticReport)
+    session.change(path, COUNTER.replace('label = "é😀"; print(x)', "pass"))
+    changed = await session.client.text_document_diagnostic_async(params)
+    assert isinstance(changed, types.RelatedFullDocumentDiagnosticReport)
+    assert by_code(list(changed.items), HAZARD) == []
+    assert not [p for p in session.published if p.diagnostics], "a pull client gets no pushed diagnostics"
+
+
+async def test_push_server_does_not_advertise_pull(lsp: StartServer, workspace: Path) -> None:
+    session = await lsp(workspace)
+    assert session.capabilities.diagnostic_provider is None
+
+
+async def test_compile_site_in_another_file_makes_the_hazard_a_warning(lsp: StartServer, workspace: Path) -> None:
+    model = workspace / "model.py"
+    model.write_text(UNCOMPILED_MODEL, encoding="utf-8")
+    session = await lsp(workspace)
+    session.open(model)
+    await session.until(lambda: session.last_published(model) and session.last_published(model).version == 1)
+    train = workspace / "train.py"
+    session.open(train, TRAIN)  # the compile site appears in the editor, not on disk
+
+    def warning() -> list[types.Diagnostic]:
+        last = session.last_published(model)
+        diagnostics = by_code(list(last.diagnostics), HAZARD) if last else []
+        return [d for d in diagnostics if d.severity == types.DiagnosticSeverity.Warning]
+
+    [diagnostic] = await session.until(warning)
+    assert any(r.location.uri == uri(train) for r in diagnostic.related_information or ())
+
+
+async def test_workspace_scan_publishes_unopened_files_with_progress(lsp: StartServer, workspace: Path) -> None:
+    (workspace / "model.py").write_text(COUNTER, encoding="utf-8")
+    (workspace / "clean.py").write_text("x = 1\n", encoding="utf-8")
+    (workspace / ".venv").mkdir()
+    (workspace / ".venv" / "pyvenv.cfg").write_text("home = /usr\n")
+    (workspace / ".venv" / "hidden.py").write_text(COUNTER, encoding="utf-8")
+    session = await lsp(workspace)
+    diagnostics = await session.diagnostics(workspace / "model.py")
+    assert [d.range.start.line for d in by_code(diagnostics, HAZARD)] == [HAZARD_LINE]
+    assert session.last_published(workspace / ".venv" / "hidden.py") is None
+    [(_token, reports)] = await session.until(lambda: [(t, r) for t, r in session.client.progress_reports.items()
+                                                       if r and r[-1].kind == "end"])  # fmt: skip
+    assert reports[0].kind == "begin" and "scanning" in reports[0].title
+
+
+async def test_settings_select_ignore_and_severity(lsp: StartServer, workspace: Path) -> None:
+    path = workspace / "model.py"
+    path.write_text(COUNTER, encoding="utf-8")
+    session = await lsp(workspace, options={"debounceMs": 0, "ignore": [HAZARD]})
+    session.open(path)
+    assert by_code(await session.diagnostics(path, 1), HAZARD) == []
+    session.client.set_configuration({"ignore": [], "severity": {HAZARD: "hint"}}, section="dynamoLens")
+    session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+    def hint() -> list[types.Diagnostic]:
+        last = session.last_published(path)
+        return [d for d in by_code(list(last.diagnostics), HAZARD) if d.severity == types.DiagnosticSeverity.Hint]
+
+    assert await session.until(hint)
+    session.client.set_configuration({"enableStatic": False}, section="dynamoLens")
+    session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await session.until(lambda: not session.last_published(path).diagnostics)
+
+
+async def test_bad_settings_are_reported_and_defaults_kept(lsp: StartServer, workspace: Path) -> None:
+    path = workspace / "model.py"
+    path.write_text(COUNTER, encoding="utf-8")
+    session = await lsp(workspace, options={"debounceMs": "soon", "select": ["NOPE"]})
+    session.open(path)
+    assert by_code(await session.diagnostics(path, 1), HAZARD)
+    logged = "\n".join(m.message for m in session.client.log_messages)
+    assert "debounceMs" in logged and "NOPE" in logged
+    assert any("invalid" in m.message for m in session.client.messages)
+
+
+async def diagnostics_after(session: Session, path: Path, text: str) -> list[types.Diagnostic]:
+    version = session.open(path, text)
+    return await session.diagnostics(path, version)
