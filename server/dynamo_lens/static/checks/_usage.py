@@ -1,0 +1,263 @@
+"""How a file *uses* its compiled callables: which names hold them, where they are called, which loops enclose what,
+and whether compiled code already ran before a given statement.
+
+Shared by the usage checks (DL111, DL112, DL201-DL203, DL206-DL209, DL401-DL403). Everything is computed from the
+nodes the framework recorded (``FileContext.nodes``), once per file, and only inside one function scope at a time:
+"before" means earlier in source order in the same function (or module body), or anywhere in a loop of that
+function that also encloses the statement.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from dynamo_lens.model import Edit, Finding, Fix, Related, Severity, Span
+from dynamo_lens.rules import get_rule
+from dynamo_lens.static.context import FileContext, NodeAt, Scope
+from dynamo_lens.static.summary import Candidate, CompileSite, Ref
+
+if TYPE_CHECKING:
+    from dynamo_lens.static.index import WorkspaceIndex
+
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+Loop = ast.For | ast.AsyncFor | ast.While
+
+
+def scope_key(scope: Scope) -> str:
+    """The qualified name of the function a node runs in (``""`` for the module body and class bodies)."""
+    function = scope.function
+    return function.qualname if function is not None else ""
+
+
+def position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def root_name(expr: ast.AST) -> tuple[str | None, int]:
+    """``model.encoder.layers[0]`` → ("model", 3): the plain name an attribute/subscript chain starts at, and the
+    number of steps from it."""
+    steps = 0
+    while isinstance(expr, ast.Attribute | ast.Subscript):
+        expr = expr.value
+        steps += 1
+    return (expr.id, steps) if isinstance(expr, ast.Name) else (None, steps)
+
+
+def names_in(expr: ast.AST) -> set[str]:
+    return {node.id for node in ast.walk(expr) if isinstance(node, ast.Name)}
+
+
+@dataclass(frozen=True, slots=True)
+class Handle:
+    """A name that refers to a compiled callable, or to a module instance that is compiled (its state is shared)."""
+
+    name: str
+    site: CompileSite
+    module: bool
+    """The name holds a module (the compiled instance or the wrapper returned by ``torch.compile(module)``)."""
+    runs_compiled: bool = True
+    """Calling the name runs compiled code: False for ``model`` in ``compiled = torch.compile(model)`` (that call
+    runs eagerly, though both share the module's state)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HandleCall:
+    at: NodeAt
+    handle: Handle
+
+    @property
+    def call(self) -> ast.Call:
+        assert isinstance(self.at.node, ast.Call)
+        return self.at.node
+
+
+@dataclass(slots=True, eq=False)
+class Usage:
+    ctx: FileContext
+    handles: dict[tuple[str, str], Handle] = field(default_factory=dict)
+    """(function scope, name) → handle; ``""`` is the module level."""
+    calls: list[HandleCall] = field(default_factory=list)
+    loops: dict[str, list[Loop]] = field(default_factory=dict)
+    """Function scope → its loops."""
+    called_in_loop: set[str] = field(default_factory=set)
+    """Names of functions called (by plain name) inside a loop of this file."""
+    bindings: dict[tuple[str, str], list[tuple[tuple[int, int], ast.expr]]] = field(default_factory=dict)
+    """(function scope, name) → every plain assignment ``name = value`` in it (position, value)."""
+    compiled_function_globals: dict[str, list[Handle]] = field(default_factory=dict)
+    """Module-level name → handles of compiled functions (defined in this file) whose body loads the name."""
+
+    # -- names ---------------------------------------------------------------------------------------------------
+    def handle(self, scope: str, name: str) -> Handle | None:
+        return self.handles.get((scope, name)) or self.handles.get(("", name))
+
+    def value_of(self, scope: str, name: str, before: tuple[int, int]) -> ast.expr | None:
+        """The value last assigned to ``name`` before ``before`` in ``scope`` (or at module level)."""
+        for key in ((scope, name), ("", name)):
+            found = [value for where, value in self.bindings.get(key, ()) if where < before]
+            if found:
+                return found[-1]
+        return None
+
+    def class_ref(self, scope: str, name: str, before: tuple[int, int]) -> Ref | None:
+        """``name = Something(...)`` → the reference of ``Something`` (through aliases)."""
+        value = self.value_of(scope, name, before)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
+            return self.ctx.ref(value.func)
+        return None
+
+    # -- loops and order -----------------------------------------------------------------------------------------
+    def enclosing_loops(self, at: NodeAt) -> list[Loop]:
+        """The loops of ``at``'s function whose body contains ``at`` (outermost first)."""
+        line = position(at.node)[0]
+        return [
+            loop
+            for loop in self.loops.get(scope_key(at.scope), ())
+            if loop.body[0].lineno <= line <= (loop.body[-1].end_lineno or loop.body[-1].lineno)
+        ]
+
+    def ran_before(self, handles: set[CompileSite], at: NodeAt, *, next_iteration: bool = True) -> HandleCall | None:
+        """A call of a handle of one of ``handles`` that has run when ``at`` executes: earlier in the same function,
+        or (``next_iteration``) later in a loop that also encloses ``at``."""
+        here = position(at.node)
+        key = scope_key(at.scope)
+        loops = self.enclosing_loops(at) if next_iteration else []
+        for call in self.calls:
+            if call.handle.site not in handles or scope_key(call.at.scope) != key:
+                continue
+            there = position(call.at.node)
+            if there < here or any(_inside(loop, there[0]) for loop in loops):
+                return call
+        return None
+
+    def calls_of(self, site: CompileSite) -> Iterator[HandleCall]:
+        return (call for call in self.calls if call.handle.site == site)
+
+
+def _inside(loop: Loop, line: int) -> bool:
+    return loop.body[0].lineno <= line <= (loop.body[-1].end_lineno or loop.body[-1].lineno)
+
+
+_last: tuple[FileContext, Usage] | None = None
+
+
+def usage(ctx: FileContext) -> Usage:
+    """The usage tables of ``ctx`` (computed once per file, however many checks ask)."""
+    global _last
+    if _last is not None and _last[0] is ctx:
+        return _last[1]
+    result = _build(ctx)
+    _last = (ctx, result)
+    return result
+
+
+def _build(ctx: FileContext) -> Usage:
+    table = Usage(ctx)
+    originals = _compiled_argument_names(ctx)
+    for site in ctx.compile_sites:
+        module = site.form == "method" or site.target.kind in ("instance", "unknown", "name", "self_attr")
+        for name in site.names:
+            runs = site.form == "method" or name != originals.get(site.span)
+            table.handles.setdefault((site.scope, name), Handle(name, site, module, runs))
+    for at in ctx.nodes(*LOOPS):
+        assert isinstance(at.node, LOOPS)
+        table.loops.setdefault(scope_key(at.scope), []).append(at.node)
+    for at in ctx.nodes(ast.Assign):
+        node = at.node
+        assert isinstance(node, ast.Assign)
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                key = (scope_key(at.scope), target.id)
+                table.bindings.setdefault(key, []).append((position(node), node.value))
+    for at in ctx.nodes(ast.Call):
+        call = at.node
+        assert isinstance(call, ast.Call)
+        if not isinstance(call.func, ast.Name):
+            continue
+        if at.loop_depth > 0:
+            table.called_in_loop.add(call.func.id)
+        handle = table.handle(scope_key(at.scope), call.func.id)
+        if handle is not None and handle.runs_compiled:
+            table.calls.append(HandleCall(at, handle))
+    _compiled_function_globals(ctx, table)
+    return table
+
+
+def _compiled_argument_names(ctx: FileContext) -> dict[Span, str]:
+    """Compile-site span → the plain name passed as the thing to compile (``model`` in ``torch.compile(model)``)."""
+    spans = {site.span for site in ctx.compile_sites if site.form != "method"}
+    found: dict[Span, str] = {}
+    for at in ctx.nodes(ast.Call):
+        call = at.node
+        assert isinstance(call, ast.Call)
+        if call.args and isinstance(call.args[0], ast.Name) and (span := ctx.span(call)) in spans:
+            found[span] = call.args[0].id
+    return found
+
+
+def _compiled_function_globals(ctx: FileContext, table: Usage) -> None:
+    """Which module-level names each compiled function of this file loads (the modules it calls, typically)."""
+    definitions = {
+        node.name: node
+        for at in ctx.nodes(ast.FunctionDef)
+        if isinstance(node := at.node, ast.FunctionDef) and at.scope.kind == "module"
+    }
+    for handle in {h for h in table.handles.values() if not h.module}:
+        target = handle.site.target
+        if target.kind != "function" or target.ref is None or not target.ref.is_local:
+            continue
+        definition = definitions.get(target.ref.dotted)
+        if definition is None:
+            continue
+        local = {arg.arg for arg in ast.walk(definition.args) if isinstance(arg, ast.arg)}
+        for node in ast.walk(definition):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:
+                table.compiled_function_globals.setdefault(node.id, []).append(handle)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageCandidate(Candidate):
+    """A finding decided per file; ``link`` only applies the compile-site rule (hint when no site is known)."""
+
+    message: str
+    severity: Severity
+    sites: tuple[CompileSite, ...]
+    related: tuple[Related, ...] = ()
+    fixes: tuple[Fix, ...] = ()
+
+
+def judge_usage(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
+    rule = get_rule(candidate.code)
+    assert rule is not None
+    yield index.finding(
+        rule,
+        candidate.span,
+        candidate.message,
+        candidate.sites,
+        severity=candidate.severity,
+        related=candidate.related,
+        fixes=candidate.fixes,
+    )
+
+
+def call_named(ctx: FileContext, at: NodeAt, names: frozenset[str]) -> ast.Call | None:
+    """``at`` as a call of one of the fully qualified ``names`` (through aliases), or None."""
+    node = at.node
+    if isinstance(node, ast.Call) and ctx.resolve(node.func) in names:
+        return node
+    return None
+
+
+def line_edit_move(ctx: FileContext, statement: ast.stmt, before: ast.stmt) -> tuple[Edit, Edit] | None:
+    """Edits that move the one-line ``statement`` to just above ``before`` (same indentation as ``before``)."""
+    if statement.end_lineno != statement.lineno:
+        return None
+    lines = ctx.text.splitlines(keepends=True)
+    text = lines[statement.lineno - 1].strip()
+    indent = " " * before.col_offset
+    path = ctx.path
+    remove = Edit(Span(path, statement.lineno, 1, statement.lineno + 1, 1), "")
+    insert = Edit(Span(path, before.lineno, 1, before.lineno, 1), f"{indent}{text}\n")
+    return insert, remove

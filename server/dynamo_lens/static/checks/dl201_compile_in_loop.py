@@ -1,0 +1,146 @@
+"""DL201: ``torch.compile`` evaluated on every iteration of a loop (directly, or in a helper the loop calls)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from dynamo_lens.model import Edit, Fix, Severity, Span
+from dynamo_lens.rules.dl201_compile_in_loop import RULE
+from dynamo_lens.static.checks import Check
+from dynamo_lens.static.checks._usage import (
+    Loop,
+    UsageCandidate,
+    judge_usage,
+    names_in,
+    position,
+    usage,
+)
+from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.summary import CompileSite
+
+STABLE_BACKEND_CALLS = frozenset({"torch._dynamo.lookup_backend", "torch._dynamo.backends.registry.lookup_backend"})
+
+
+def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
+    table = usage(ctx)
+    calls = {position(at.node): at for at in ctx.nodes(ast.Call)}
+    for site in ctx.compile_sites:
+        if site.form == "decorator":
+            continue  # a decorated def inside a loop is rare; its backend would be the same each time
+        at = _site_call(ctx, calls, site)
+        if at is None:
+            continue
+        call = at.node
+        assert isinstance(call, ast.Call)
+        loops = table.enclosing_loops(at)
+        function = at.scope.function
+        helper = getattr(function.node, "name", "") if function is not None else ""
+        if loops:
+            bound = _bound_in(loops[-1])
+            compiled = call.args[0] if call.args else None
+            if compiled is not None and names_in(compiled) & bound:
+                continue  # a different model per iteration: each one needs its own wrapper
+            where = "on every iteration of this loop"
+        elif helper and helper in table.called_in_loop and function is not None:
+            bound = _bound_in(function.node)
+            where = f"on every call of `{helper}()`, which a loop calls"
+        else:
+            continue
+        backend = _backend(call, site)
+        fresh = _fresh_backend(ctx, backend, bound) if backend is not None else None
+        text = ctx.source(call, 60)
+        if fresh is not None:
+            message = (
+                f"`{text}` runs {where}, with a new backend callable ({fresh}): the cached entry's `BACKEND_MATCH` "
+                "guard fails every time, so torch 2.13 compiles again on each iteration (8 compiles, then "
+                "`recompile_limit` is hit and the function runs eagerly)"
+            )
+            severity = RULE.default_severity
+        elif loops:
+            message = (
+                f"`{text}` builds a new compiled wrapper {where}: torch 2.13 reuses the cached code (1 compile), but "
+                "each wrapper costs about 0.1 ms to build and call through; build it once, before the loop"
+            )
+            severity = Severity.INFO
+        else:
+            continue  # a helper that compiles per call is fine when each call compiles something else
+        fixes = (_hoist(ctx, at, loops[-1], bound),) if loops else ()
+        yield UsageCandidate(
+            RULE.code, ctx.span(call), message, severity, (site,), fixes=tuple(f for f in fixes if f is not None)
+        )
+
+
+def _site_call(ctx: FileContext, calls: dict[tuple[int, int], NodeAt], site: CompileSite) -> NodeAt | None:
+    for at in calls.values():
+        if ctx.span(at.node) == site.span:
+            return at
+    return None
+
+
+def _backend(call: ast.Call, site: CompileSite) -> ast.expr | None:
+    for keyword in call.keywords:
+        if keyword.arg == "backend":
+            return keyword.value
+    func = call.func
+    if site.form == "optimize" and isinstance(func, ast.Call):
+        for keyword in func.keywords:
+            if keyword.arg == "backend":
+                return keyword.value
+        return func.args[0] if func.args else None
+    return None
+
+
+def _fresh_backend(ctx: FileContext, backend: ast.expr, bound: set[str]) -> str | None:
+    """How ``backend`` makes a new callable each time it is evaluated, or None if it is the same object."""
+    if isinstance(backend, ast.Lambda):
+        return "a `lambda`"
+    if isinstance(backend, ast.Call):
+        if ctx.resolve(backend.func) in STABLE_BACKEND_CALLS:
+            return None
+        return f"`{ctx.source(backend, 50)}` builds it"
+    if isinstance(backend, ast.Name) and backend.id in bound:
+        return f"`{backend.id}` is defined inside the loop"
+    return None
+
+
+def _bound_in(node: ast.AST) -> set[str]:
+    """Names (re)bound anywhere inside ``node``: loop targets, assignments, nested ``def``s."""
+    bound: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+            bound.add(inner.id)
+        elif isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and inner is not node:
+            bound.add(inner.name)
+    return bound
+
+
+def _hoist(ctx: FileContext, at: NodeAt, loop: Loop, bound: set[str]) -> Fix | None:
+    """Move a one-line compile out of the loop when it depends on nothing the loop binds."""
+    call = at.node
+    assert isinstance(call, ast.Call)
+    if call.lineno != call.end_lineno or names_in(call) & bound:
+        return None
+    source = ast.get_source_segment(ctx.text, call)
+    assigned = ctx.assigned_names.get(id(call), ())
+    statement = next(
+        (s for s in loop.body if isinstance(s, ast.Assign) and s.value is call and len(s.targets) == 1), None
+    )
+    if source is None:
+        return None
+    indent = " " * loop.col_offset
+    path = ctx.path
+    if statement is not None and assigned and statement.lineno == statement.end_lineno:
+        insert = Edit(Span(path, loop.lineno, 1, loop.lineno, 1), f"{indent}{assigned[0]} = {source}\n")
+        remove = Edit(Span(path, statement.lineno, 1, statement.lineno + 1, 1), "")
+        return Fix("Hoist torch.compile out of the loop", (insert, remove))
+    if statement is None and call.args and isinstance(call.args[0], ast.Name):
+        name = f"compiled_{call.args[0].id}"
+        if name in bound:
+            return None
+        insert = Edit(Span(path, loop.lineno, 1, loop.lineno, 1), f"{indent}{name} = {source}\n")
+        return Fix("Hoist torch.compile out of the loop", (insert, Edit(ctx.span(call), name)))
+    return None
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge_usage)

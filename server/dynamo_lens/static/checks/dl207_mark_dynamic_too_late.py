@@ -1,0 +1,100 @@
+"""DL207: ``torch._dynamo.mark_dynamic`` on an input after the compiled callable already ran."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from dynamo_lens.model import Fix, Related
+from dynamo_lens.rules.dl207_mark_dynamic_too_late import RULE
+from dynamo_lens.static.checks import Check
+from dynamo_lens.static.checks._usage import (
+    HandleCall,
+    UsageCandidate,
+    call_named,
+    judge_usage,
+    line_edit_move,
+    position,
+    scope_key,
+    usage,
+)
+from dynamo_lens.static.context import FileContext, NodeAt
+
+MARKS = frozenset(
+    {
+        "torch._dynamo.mark_dynamic",
+        "torch._dynamo.maybe_mark_dynamic",
+        "torch._dynamo.decorators.mark_dynamic",
+        "torch._dynamo.decorators.maybe_mark_dynamic",
+    }
+)
+
+
+def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
+    table = usage(ctx)
+    statements = {position(at.node): at for at in ctx.nodes(ast.Expr)}
+    for at in ctx.nodes(ast.Call):
+        mark = call_named(ctx, at, MARKS)
+        if mark is None or not mark.args or not isinstance(mark.args[0], ast.Name):
+            continue
+        tensor = mark.args[0].id
+        receivers = [c for c in table.calls if scope_key(c.at.scope) == scope_key(at.scope) and _passes(c, tensor)]
+        sites = {c.handle.site for c in receivers}
+        earlier = table.ran_before(sites, at, next_iteration=False) if sites else None
+        if earlier is None:
+            continue
+        name = earlier.handle.name
+        message = (
+            f"`{ctx.source(mark, 50)}` comes after compiled `{name}` already ran: the entry it compiled has a static "
+            f"size, so torch 2.13 compiles once more when `{tensor}` arrives marked (2 compiles where marking first "
+            "gives 1); mark the tensor before the first call"
+        )
+        related = (Related(ctx.span(earlier.call), f"`{name}` ran here first"),)
+        fix = _move_fix(ctx, statements, at, earlier)
+        yield UsageCandidate(
+            RULE.code,
+            ctx.span(mark),
+            message,
+            RULE.default_severity,
+            (earlier.handle.site,),
+            related=related,
+            fixes=(fix,) if fix is not None else (),
+        )
+
+
+def _passes(call: HandleCall, tensor: str) -> bool:
+    return any(
+        isinstance(a, ast.Name) and a.id == tensor for a in (*call.call.args, *(k.value for k in call.call.keywords))
+    )
+
+
+def _move_fix(
+    ctx: FileContext, statements: dict[tuple[int, int], NodeAt], mark: NodeAt, earlier: HandleCall
+) -> Fix | None:
+    """Move the mark above the earlier call when both are expression statements of the same block."""
+    mark_statement = statements.get(position(mark.node))
+    call_statement = _statement_of(statements, earlier)
+    if mark_statement is None or call_statement is None:
+        return None
+    if position(call_statement.node) > position(mark_statement.node):
+        return None
+    mark_node, call_node = mark_statement.node, call_statement.node
+    assert isinstance(mark_node, ast.stmt) and isinstance(call_node, ast.stmt)
+    if mark_node.col_offset != call_node.col_offset:
+        return None
+    if (
+        mark_statement.loop_depth != call_statement.loop_depth
+        or mark_statement.branch_depth != call_statement.branch_depth
+    ):
+        return None
+    moves = line_edit_move(ctx, mark_node, call_node)
+    return Fix(RULE.fix_title or "Mark the tensor dynamic before the first call", moves, safe=True) if moves else None
+
+
+def _statement_of(statements: dict[tuple[int, int], NodeAt], call: HandleCall) -> NodeAt | None:
+    """The expression statement ``name(...)`` or the assignment whose value is the call."""
+    found = statements.get(position(call.call))
+    return found
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge_usage)

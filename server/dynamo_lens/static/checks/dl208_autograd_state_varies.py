@@ -1,0 +1,118 @@
+"""DL208: one compiled callable called under different grad modes (``no_grad``, ``inference_mode``, grad)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from dynamo_lens.model import Related
+from dynamo_lens.rules.dl208_autograd_state_varies import RULE
+from dynamo_lens.static.checks import Check
+from dynamo_lens.static.checks._usage import HandleCall, UsageCandidate, judge_usage, position, scope_key, usage
+from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.summary import CompileSite
+
+GRAD = "grad enabled"
+VARIES = "a grad mode decided at run time"
+MODES = {
+    "torch.no_grad": "no_grad",
+    "torch.autograd.no_grad": "no_grad",
+    "torch.autograd.grad_mode.no_grad": "no_grad",
+    "torch.inference_mode": "inference_mode",
+    "torch.autograd.inference_mode": "inference_mode",
+    "torch.autograd.grad_mode.inference_mode": "inference_mode",
+    "torch.enable_grad": GRAD,
+    "torch.autograd.enable_grad": GRAD,
+    "torch.set_grad_enabled": "set_grad_enabled",
+    "torch.autograd.set_grad_enabled": "set_grad_enabled",
+}
+
+
+def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
+    table = usage(ctx)
+    withs = [at for at in ctx.nodes(ast.With, ast.AsyncWith)]
+    functions = {
+        scope_key(at.scope) + ("." if scope_key(at.scope) else "") + node.name: node
+        for at in ctx.nodes(ast.FunctionDef, ast.AsyncFunctionDef)
+        if isinstance(node := at.node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    by_site: dict[CompileSite, list[tuple[HandleCall, str, ast.AST | None]]] = {}
+    for handle_call in table.calls:
+        mode, where = _mode(ctx, handle_call, withs, functions)
+        by_site.setdefault(handle_call.handle.site, []).append((handle_call, mode, where))
+    for site, calls in by_site.items():
+        modes = {mode for _, mode, _ in calls}
+        if len(modes) < 2 and VARIES not in modes:
+            continue
+        for handle_call, mode, where in calls:
+            if mode == GRAD:
+                continue
+            others = sorted(m for m in modes if m != mode) or [GRAD]
+            name = handle_call.handle.name
+            if mode == VARIES:
+                message = (
+                    f"compiled `{name}` runs under {mode}: grad mode is part of Dynamo's `GLOBAL_STATE` guard, so "
+                    "torch 2.13 compiles one entry per mode (2 compiles for grad on/off)"
+                )
+            else:
+                message = (
+                    f"compiled `{name}` runs under `{mode}` here and with {', '.join(others)} elsewhere: grad mode is "
+                    "part of Dynamo's `GLOBAL_STATE` guard, so torch 2.13 compiles a second entry for this mode "
+                    "(bounded: one entry per mode)"
+                )
+            related = (Related(ctx.span(where), f"`{mode}` starts here"),) if where is not None else ()
+            yield UsageCandidate(
+                RULE.code, ctx.span(handle_call.call), message, RULE.default_severity, (site,), related=related
+            )
+
+
+def _mode(
+    ctx: FileContext,
+    handle_call: HandleCall,
+    withs: list,  # type: ignore[type-arg]
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+) -> tuple[str, ast.AST | None]:
+    """The grad mode the call runs under (innermost ``with`` of its function, else the function's decorator)."""
+    here = position(handle_call.call)
+    key = scope_key(handle_call.at.scope)
+    best: tuple[tuple[int, int], str, ast.AST] | None = None
+    for at in withs:
+        node = at.node
+        if scope_key(at.scope) != key or not (node.body[0].lineno <= here[0] <= (node.end_lineno or node.lineno)):
+            continue
+        for item in node.items:
+            mode = _context_mode(ctx, item.context_expr)
+            if mode is not None and (best is None or position(node) > best[0]):
+                best = (position(node), mode, item.context_expr)
+    if best is not None:
+        return best[1], best[2]
+    function = functions.get(key)
+    if function is not None:
+        for decorator in function.decorator_list:
+            mode = _context_mode(ctx, decorator)
+            if mode is not None:
+                return mode, decorator
+    return GRAD, None
+
+
+def _context_mode(ctx: FileContext, expr: ast.expr) -> str | None:
+    call = expr if isinstance(expr, ast.Call) else None
+    name = ctx.resolve(call.func if call is not None else expr)
+    mode = MODES.get(name or "")
+    if mode != "set_grad_enabled":
+        if mode == "inference_mode" and call is not None and call.args:
+            flag = call.args[0]
+            if isinstance(flag, ast.Constant) and flag.value is False:
+                return GRAD
+            if not isinstance(flag, ast.Constant):
+                return VARIES
+        return mode
+    if call is None or not call.args:
+        return None
+    flag = call.args[0]
+    if isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
+        return GRAD if flag.value else "no_grad"
+    return VARIES
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge_usage)
