@@ -389,7 +389,8 @@ def test_real_guard_inside_linear_is_attributed_to_the_users_calling_line(tmp_pa
     def_line, guarded = finding.related
     assert def_line.span.line == 9
     assert (guarded.span.line, guarded.span.column) == (10, 25)
-    assert guarded.message == "`x` guarded here (inside nn/modules/linear.py:134)"
+    assert guarded.message.startswith("`x` guarded here (inside ")
+    assert guarded.message.endswith("nn/modules/linear.py:134)") and "site-packages" not in guarded.message
 
 
 @pytest.mark.slow

@@ -210,7 +210,7 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
         )
     installed = _installing_guard(frame, failed)
     if last.attributed_to != "guard" and installed is not None and installed.path and installed.line:
-        where = f" (inside {installed.origin})" if installed.origin and installed.origin != installed.path else ""
+        where = f" (inside {_short_origin(installed.origin)})" if installed.origin else ""
         related.append(
             Related(
                 lines.span(installed.path, installed.line, [source] if source else []),
@@ -244,6 +244,14 @@ def _installing_guard(frame: Frame, failed: FailedGuard | None) -> Guard | None:
         return None
     candidates = [g for g in entry.guards if g.source == failed.source and g.line is not None]
     return next((g for g in candidates if g.kind == failed.kind), candidates[0] if candidates else None)
+
+
+def _short_origin(origin: str) -> str:
+    """``/…/site-packages/torch/nn/modules/linear.py:134`` → ``torch/nn/modules/linear.py:134``."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in origin:
+            return origin.rsplit(marker, 1)[1]
+    return origin
 
 
 def _recompiled_without_reasons(frame: Frame, diffs: list[EntryDiff], lines: _SourceLines) -> Finding:
@@ -476,9 +484,9 @@ class _SourceLines:
         if text is None:
             return Span(path, line, 1, line, 1)
         for needle in _needles(needles):
-            column = text.find(needle)
-            if column >= 0:
-                return Span(path, line, column + 1, line, column + 1 + len(needle))
+            found = re.search(rf"(?<![\w.]){re.escape(needle)}(?!\w)", text)
+            if found is not None:
+                return Span(path, line, found.start() + 1, line, found.end() + 1)
         stripped = text.rstrip()
         start = len(stripped) - len(stripped.lstrip())
         return Span(path, line, start + 1, line, len(stripped) + 1)

@@ -1,0 +1,191 @@
+"""``dynamo-lens run``: argument handling, exit codes, the summary, budgets, formats, and real runs end to end."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dynamo_lens.cli import main
+from dynamo_lens.cli.run_command import exit_code, parse_target
+from dynamo_lens.runtime.runner import RunOutcome, Target
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "recompiling_counter.py"
+
+
+@pytest.mark.parametrize(
+    ("script", "module", "expected"),
+    [
+        (["train.py", "--epochs", "2", "-m", "x"], None, Target(script="train.py", args=("--epochs", "2", "-m", "x"))),
+        (["--", "train.py", "--format", "json"], None, Target(script="train.py", args=("--format", "json"))),
+        (
+            [],
+            ["pytest", "-x", "tests/t.py::test", "--timeout", "3"],
+            Target(module="pytest", args=("-x", "tests/t.py::test", "--timeout", "3")),
+        ),
+        (["--", "-m", "pkg.tool", "a"], None, Target(module="pkg.tool", args=("a",))),
+    ],
+)
+def test_everything_after_the_target_belongs_to_it(
+    script: list[str], module: list[str] | None, expected: Target
+) -> None:
+    assert parse_target(script, module) == expected
+
+
+@pytest.mark.parametrize(("script", "module", "problem"), [([], None, "give a script"), ([], [], "-m needs a module")])
+def test_a_missing_target_is_a_usage_error(script: list[str], module: list[str] | None, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        parse_target(script, module)
+
+
+def test_options_before_the_script_are_ours_and_after_it_the_scripts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--timeout", "5", "missing.py", "--timeout", "x"]) == 2
+    summary = capsys.readouterr().out
+    assert f"error: script not found: missing.py (looked in {tmp_path})" in summary
+    assert main(["run", "--timeout", "5"]) == 2
+    assert "give a script to run (or -m MODULE)" in capsys.readouterr().err
+
+
+def _outcome(exit_code: int | None, **kwargs: object) -> RunOutcome:
+    defaults: dict[str, object] = {
+        "report": None,
+        "timed_out": False,
+        "cancelled": False,
+        "error": None,
+        "report_path": Path("r.json"),
+        "duration_s": 1.0,
+    }
+    defaults.update(kwargs)
+    return RunOutcome(exit_code=exit_code, **defaults)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("code", "exceeded", "expected"),
+    [(0, False, 0), (0, True, 1), (3, True, 3), (3, False, 3), (-9, False, 137), (-15, True, 143), (None, False, 2)],
+)
+def test_exit_code_is_the_scripts_unless_a_clean_run_exceeded_a_budget(
+    code: int | None, exceeded: bool, expected: int
+) -> None:
+    assert exit_code(_outcome(code), exceeded=exceeded) == expected
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Real runs (torch 2.13)
+
+
+@pytest.mark.slow
+def test_example_prints_output_table_culprits_and_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    report = tmp_path / "run.json"
+    assert main(["run", "--report", str(report), str(EXAMPLE.relative_to(REPO))]) == 0
+    out = capfd.readouterr().out
+    assert "step 11  loss" in out  # the script's own output passes through
+    lines = out.splitlines()
+    forward = next(line for line in lines if line.startswith("forward  examples/recompiling_counter.py:25"))
+    assert forward.split()[-5:-1] == ["8", "8", "1", "hit"]
+    assert (
+        "    recompile culprit: `self.steps == 7` (EQUALS_MATCH), guard installed at examples/recompiling_counter.py:26"
+        in lines
+    )
+    assert any(
+        line.startswith("examples/recompiling_counter.py:26:9: DL501 recompiled 8\N{MULTIPLICATION SIGN}: `self.steps")
+        for line in lines
+    )
+    assert any(line.startswith("examples/recompiling_counter.py:26:9: DL502 recompile_limit (8) hit") for line in lines)
+    assert any(line.startswith("examples/recompiling_counter.py:28:9: DL503 graph break (GB0124)") for line in lines)
+    assert lines[-1] == f"report: {report}"
+    document = json.loads(report.read_text())
+    assert document["schema"] == "dynamo-lens.run"
+    assert {f["code"] for f in document["findings"]} == {"DL501", "DL502", "DL503"}
+
+
+@pytest.mark.slow
+def test_budgets_turn_a_clean_run_into_exit_1_and_json_keeps_stdout_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    argv = ["run", "--report", str(tmp_path / "r.json"), "--format", "json", "--max-recompiles", "3"]
+    assert main([*argv, "--max-graph-breaks", "0", str(EXAMPLE)]) == 1
+    captured = capfd.readouterr()
+    document = json.loads(captured.out)  # only the findings document: the script's prints went to stderr
+    assert document["schema"] == "dynamo-lens.findings"
+    assert ("examples/recompiling_counter.py", 26, "DL501") in {
+        (f["path"], f["line"], f["code"]) for f in document["findings"]
+    }
+    assert "step 11  loss" in captured.err
+    assert "dynamo-lens: budget exceeded: 15 recompiles > --max-recompiles 3" in captured.err
+    assert "dynamo-lens: budget exceeded: 1 graph breaks > --max-graph-breaks 0" in captured.err
+
+
+@pytest.mark.slow
+def test_budgets_that_hold_keep_exit_0_and_sarif_is_valid_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "steady.py"
+    script.write_text(
+        textwrap.dedent(
+            """\
+            import torch
+
+            f = torch.compile(lambda x: torch.relu(x) * 2, backend="eager")
+            for _ in range(3):
+                f(torch.ones(4))
+            """
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "--format", "sarif", "--max-recompiles", "0", "--max-graph-breaks", "0", "steady.py"])
+    assert code == 0
+    sarif = json.loads(capfd.readouterr().out)
+    assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"] == []
+    assert (tmp_path / ".dynamo-lens" / "last-run.json").is_file()  # the documented default report path
+
+
+@pytest.mark.slow
+def test_dash_m_pytest_runs_a_compiling_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "test_model.py").write_text(
+        textwrap.dedent(
+            """\
+            import torch
+
+
+            def test_compiled_offsets():
+                @torch.compile(backend="eager")
+                def f(x, n):
+                    return x + n
+
+                for n in range(3):
+                    f(torch.ones(2), n + 2)
+            """
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "--report", "r.json", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_model.py"])
+    out = capfd.readouterr().out
+    assert code == 0, out
+    assert "1 passed" in out
+    assert (
+        "test_model.py:7:20: DL501 recompiled 1\N{MULTIPLICATION SIGN}: `n == 2` failed (EQUALS_MATCH) in `f`; "
+        "entry 0/1 vs 0/0: `n` `== 2` → dynamic (int)"
+    ) in out
+
+
+@pytest.mark.slow
+def test_a_failing_script_keeps_its_exit_code_over_a_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "crash.py").write_text("import torch\nraise SystemExit(3)\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--python", sys.executable, "--max-recompiles", "0", "crash.py"]) == 3
+    assert "(exit 3, torch 2.13.0" in capfd.readouterr().out
