@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dynamo_lens.model import Finding, Severity, Span
 from dynamo_lens.suppression import find_suppressions, is_suppressed, unsuppressed
@@ -64,3 +66,22 @@ def test_unsuppressed_uses_each_files_own_comments() -> None:
     by_path = {"a.py": find_suppressions(SOURCE)}
     kept = unsuppressed([_at(3, path="a.py"), _at(3, path="b.py")], by_path)
     assert [f.path for f in kept] == ["b.py"]
+
+
+@given(st.text())
+def test_any_text_is_accepted(text: str) -> None:
+    found = find_suppressions(text)
+    assert all(line >= 1 for line in found)
+
+
+@given(st.lists(st.from_regex(r"DL[0-9]{3}", fullmatch=True), min_size=1, max_size=4), st.text(alphabet="x =1+"))
+def test_listed_codes_round_trip(codes: list[str], code_text: str) -> None:
+    line = f"{code_text}  # dynamo-lens: ignore[{', '.join(codes)}]"
+    assert find_suppressions("pass\n" + line + "\n") == {2: frozenset(codes)}
+
+
+def test_form_feed_does_not_shift_lines() -> None:
+    # Python counts only \n (and \r\n, \r) as line ends; a form feed must not create an extra line.
+    text = "x = 1\n\x0c\ny = 2  # dynamo-lens: ignore\n"
+    assert find_suppressions(text) == {3: frozenset()}
+    assert find_suppressions("a = 1 \x0c b = 2\nc  # dynamo-lens: ignore\n") == {2: frozenset()}

@@ -30,7 +30,8 @@ def find_suppressions(text: str) -> Suppressions:
     if MARKER not in text:
         return {}
     found: dict[int, frozenset[str]] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Split on "\n" only: str.splitlines() also breaks on form feeds and other characters Python does not count.
+    for number, line in enumerate(text.split("\n"), start=1):
         if MARKER not in line:
             continue
         codes = _line_codes(line)

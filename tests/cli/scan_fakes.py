@@ -10,6 +10,8 @@ from dynamo_lens.model import Finding, Severity, Span
 from dynamo_lens.static.summary import Candidate, FileSummary
 
 MARK = "MARK"
+"""Reported as a DL101 warning; ``HINT`` is reported as a DL001 hint."""
+HINT = "HINT"
 
 
 @dataclass
@@ -25,15 +27,21 @@ class FakeAnalyzer:
             return FileSummary(path, error=f"SyntaxError: {exc.msg} (line {exc.lineno})")
         marks = []
         for number, line in enumerate(text.splitlines(), start=1):
-            column = line.find(MARK) + 1
-            if column:
-                marks.append(Candidate("DL101", Span(path, number, column, number, column + len(MARK))))
+            for word, code in ((MARK, "DL101"), (HINT, "DL001")):
+                column = line.find(word) + 1
+                if column:
+                    marks.append(Candidate(code, Span(path, number, column, number, column + len(word))))
         return FileSummary(path, candidates=tuple(marks))
 
     def link(self, summaries: Sequence[FileSummary]) -> list[Finding]:
         self.linked += 1
         return [
-            Finding(code=c.code, severity=Severity.WARNING, span=c.span, message=f"marked in {Path(s.path).name}")
+            Finding(
+                code=c.code,
+                severity=Severity.HINT if c.code == "DL001" else Severity.WARNING,
+                span=c.span,
+                message=f"marked in {Path(s.path).name}",
+            )
             for s in summaries
             for c in s.candidates
         ]

@@ -27,10 +27,11 @@ def render(
     problems: Sequence[FileProblem],
     files: int,
     cwd: Path,
+    hidden_hints: int = 0,
 ) -> str:
-    """The stdout text of ``check --format output_format``."""
+    """The stdout text of ``check --format output_format`` (``hidden_hints`` is mentioned in the text summary)."""
     if output_format == "json":
         return render_json(findings, cwd)
     if output_format == "sarif":
         return render_sarif(findings, problems, cwd)
-    return render_text(findings, files, cwd)
+    return render_text(findings, files, cwd, hidden_hints)

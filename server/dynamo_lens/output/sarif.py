@@ -29,6 +29,9 @@ SOURCE_ROOT = "%SRCROOT%"
 INFORMATION_URI = "https://github.com/dynamo-lens/dynamo-lens"
 FINGERPRINT_KEY = "dynamoLens/v1"
 
+MAX_DESCRIPTION = 1000
+"""GitHub code scanning rejects rule descriptions longer than 1,024 characters."""
+
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note", Severity.HINT: "note"}
 
 
@@ -157,4 +160,5 @@ def _section(explanation: str, heading: str) -> str:
         return ""
     body = explanation[start + len(heading) :]
     end = body.find("\n## ")
-    return " ".join((body if end < 0 else body[:end]).split())
+    text = " ".join((body if end < 0 else body[:end]).split())
+    return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1].rstrip() + "…"

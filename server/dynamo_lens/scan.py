@@ -1,0 +1,213 @@
+"""The scan pipeline around the static analyzer: files → per-file summaries (cached, in parallel) → findings.
+
+``check`` and the language server share it:
+
+* :func:`scan` is ``dynamo-lens check``: discover files, run the per-file pass (:func:`analyse_files`), link, then
+  apply the settings (select/ignore/severity) and suppression comments.
+* :func:`load_workspace` / :func:`analyse_files` build the per-file results (from the cache when unchanged); the
+  language server keeps them, replaces an open document's entry with :func:`analyse_text` of its in-memory text on
+  every change, and calls :func:`link_files` over the whole mapping.
+
+Paths given to the analyzer are absolute; renderers make them relative for display. Nothing here raises on bad
+input: unreadable, binary, undecodable and unparsable files become :class:`FileProblem` messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import multiprocessing
+import os
+import platform
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from dynamo_lens import static
+from dynamo_lens.cache import AnalysisCache
+from dynamo_lens.config import Settings
+from dynamo_lens.discovery import discover
+from dynamo_lens.model import Finding
+from dynamo_lens.scan_sources import FileProblem, decode_source, read_bytes
+from dynamo_lens.static.summary import FileSummary
+from dynamo_lens.suppression import Suppressions, find_suppressions, unsuppressed
+
+PARALLEL_MIN_FILES = 48
+"""Below this many files to analyse, worker start-up costs more than it saves."""
+CHUNKS_PER_WORKER = 8
+"""Work is handed out in chunks: enough of them to balance uneven file sizes, few enough to keep overhead low."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileAnalysis:
+    """The per-file result that is cached and linked: the analyzer's summary and the file's suppression comments."""
+
+    summary: FileSummary
+    suppressions: Suppressions
+
+    @property
+    def path(self) -> str:
+        return self.summary.path
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """Per-file results by absolute path, plus the files that could not be analysed at all."""
+
+    files: Mapping[str, FileAnalysis]
+    problems: tuple[FileProblem, ...] = ()
+    cache_hits: int = 0
+    missing: tuple[str, ...] = ()
+    """Path arguments that do not exist."""
+    checked: int = 0
+    """How many files were found (analysed, served from the cache, or reported as problems)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    findings: tuple[Finding, ...]
+    problems: tuple[FileProblem, ...]
+    """Per-file messages: unreadable, binary or undecodable files, syntax errors."""
+    missing: tuple[str, ...] = ()
+    """Path arguments that do not exist (a usage error)."""
+    files: int = 0
+    cache_hits: int = 0
+    internal_errors: tuple[str, ...] = ()
+    """Analyzer failures (bugs): reported, and ``check`` exits 2."""
+
+
+def scan(paths: Sequence[str], settings: Settings, cache: AnalysisCache | None) -> ScanResult:
+    """``dynamo-lens check``: every finding under ``paths`` after settings and suppressions."""
+    workspace = load_workspace(paths, settings, cache)
+    findings, internal = link_files(workspace.files.values(), settings)
+    return ScanResult(
+        findings=tuple(sorted(findings, key=Finding.sort_key)),
+        problems=workspace.problems + _summary_problems(workspace.files.values()),
+        missing=workspace.missing,
+        files=workspace.checked,
+        cache_hits=workspace.cache_hits,
+        internal_errors=internal,
+    )
+
+
+def load_workspace(paths: Sequence[str], settings: Settings, cache: AnalysisCache | None) -> Workspace:
+    """Discover the files under ``paths`` and run the per-file pass over them (for ``check`` and the server)."""
+    discovery = discover(paths, settings)
+    workspace = analyse_files(discovery.files, cache)
+    walk_problems = tuple(FileProblem(path, f"cannot list directory: {msg}") for path, msg in discovery.problems)
+    return Workspace(
+        files=workspace.files,
+        problems=walk_problems + workspace.problems,
+        cache_hits=workspace.cache_hits,
+        missing=discovery.missing,
+        checked=workspace.checked,
+    )
+
+
+def analyse_files(paths: Sequence[str], cache: AnalysisCache | None) -> Workspace:
+    """The per-file pass over ``paths`` (absolute): cached results where the content is unchanged, else analysed."""
+    results: dict[str, FileAnalysis] = {}
+    problems: list[FileProblem] = []
+    misses: list[str] = []
+    if cache is None:
+        misses = list(paths)
+    else:
+        for path in paths:
+            data = read_bytes(path)
+            cached = cache.load(cache.key(path, data)) if isinstance(data, bytes) else None
+            if isinstance(cached, FileAnalysis) and cached.path == path:
+                results[path] = cached
+            else:
+                misses.append(path)  # unreadable files too: analysing them again reports why
+    hits = len(results)
+    for outcome in _analyse_misses(misses, cache):
+        if isinstance(outcome, FileProblem):
+            problems.append(outcome)
+        else:
+            results[outcome.path] = outcome
+    return Workspace(results, tuple(sorted(problems, key=lambda p: p.path)), cache_hits=hits, checked=len(paths))
+
+
+def analyse_text(path: str, text: str) -> FileAnalysis | FileProblem:
+    """The per-file pass over in-memory ``text`` (an open editor document), never cached."""
+    try:
+        with _collector_paused():
+            summary = static.summarize(path, text)
+    except Exception as exc:  # summarize must never raise; if it does, the file is reported, not the run aborted
+        return FileProblem(path, f"internal error in the analyzer: {type(exc).__name__}: {exc}")
+    return FileAnalysis(summary, find_suppressions(text))
+
+
+def link_files(analyses: Iterable[FileAnalysis], settings: Settings) -> tuple[list[Finding], tuple[str, ...]]:
+    """The workspace pass over per-file results, then suppression comments and ``settings``.
+
+    Returns the findings (unsorted) and internal errors (a failing check is reported, never raised).
+    """
+    analyses = list(analyses)
+    try:
+        findings = static.link([a.summary for a in analyses])
+    except Exception as exc:  # a bug in a check must not turn into a traceback for the user
+        return [], (f"internal error while linking: {type(exc).__name__}: {exc}",)
+    suppressions = {a.path: a.suppressions for a in analyses if a.suppressions}
+    return settings.apply(unsuppressed(findings, suppressions)), ()
+
+
+def _summary_problems(analyses: Iterable[FileAnalysis]) -> tuple[FileProblem, ...]:
+    return tuple(
+        FileProblem(a.path, a.summary.error) for a in sorted(analyses, key=lambda a: a.path) if a.summary.error
+    )
+
+
+def _analyse_misses(paths: Sequence[str], cache: AnalysisCache | None) -> list[FileAnalysis | FileProblem]:
+    cache_dir = cache.directory if cache is not None else None
+    workers = min(os.cpu_count() or 1, max(1, len(paths) // (PARALLEL_MIN_FILES // 2)))
+    if len(paths) < PARALLEL_MIN_FILES or workers < 2:
+        return _analyse_chunk(paths, cache_dir)
+    size = math.ceil(len(paths) / (workers * CHUNKS_PER_WORKER))
+    chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
+    outcomes: list[FileAnalysis | FileProblem] = []
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context()) as pool:
+        for chunk_outcomes in pool.map(_analyse_chunk, chunks, [cache_dir] * len(chunks)):
+            outcomes.extend(chunk_outcomes)
+    return outcomes
+
+
+def _analyse_chunk(paths: Sequence[str], cache_dir: Path | None) -> list[FileAnalysis | FileProblem]:
+    """Read, analyse and cache files (in this process, or as a worker process's unit of work)."""
+    cache = AnalysisCache(cache_dir) if cache_dir is not None else None
+    outcomes: list[FileAnalysis | FileProblem] = []
+    for path in paths:
+        data = read_bytes(path)
+        if isinstance(data, FileProblem):
+            outcomes.append(data)
+            continue
+        text = decode_source(path, data)
+        outcome = text if isinstance(text, FileProblem) else analyse_text(path, text)
+        if cache is not None and isinstance(outcome, FileAnalysis):
+            cache.store(cache.key(path, data), outcome)
+        outcomes.append(outcome)
+    return outcomes
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: ``ast.parse`` allocates millions of objects, none of them in cycles, and
+    the collections they trigger cost ~2x on large files (measured: 50,000 lines parse in 1.3 s instead of 3.0 s)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _process_context() -> multiprocessing.context.BaseContext:
+    """``fork`` where it is cheap and safe (Linux, single-threaded caller: the CLI); ``forkserver`` on Linux when
+    the caller has threads (the language server: forking a threaded process can deadlock); else the default."""
+    if platform.system() == "Linux":
+        return multiprocessing.get_context("fork" if threading.active_count() == 1 else "forkserver")
+    return multiprocessing.get_context()
