@@ -261,3 +261,68 @@ def line_edit_move(ctx: FileContext, statement: ast.stmt, before: ast.stmt) -> t
     remove = Edit(Span(path, statement.lineno, 1, statement.lineno + 1, 1), "")
     insert = Edit(Span(path, before.lineno, 1, before.lineno, 1), f"{indent}{text}\n")
     return insert, remove
+
+
+SUBMODULE_ITERATORS = frozenset({"modules", "named_modules", "children", "named_children"})
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleReach:
+    """How compiled code reaches the module an expression names."""
+
+    sites: frozenset[CompileSite]
+    inside: bool
+    """The module's own calls are traced into the compiled graph (a submodule of a compiled module, a module a
+    compiled function calls, or a ``torch.nn`` module compiled directly), rather than run around it."""
+
+
+def reach_of(table: Usage, at: NodeAt, receiver: ast.expr) -> ModuleReach | None:
+    """Which compile sites run the module ``receiver`` names (``model``, ``model.encoder``, ``layers[0]``, or the
+    variable of ``for m in model.modules():``), as seen from the statement ``at``."""
+    key = scope_key(at.scope)
+    root, steps = root_name(receiver)
+    if root is None:
+        return None
+    handle = table.handle(key, root)
+    if handle is not None and handle.module:
+        if steps:
+            return ModuleReach(frozenset({handle.site}), True)
+        return ModuleReach(frozenset({handle.site}), _traced_whole(table, key, handle, at))
+    users = table.compiled_function_globals.get(root)
+    if users:
+        return ModuleReach(frozenset(h.site for h in users), True)
+    if steps == 0:
+        for loop in table.enclosing_loops(at):
+            if _iterates_submodules(loop, root):
+                assert isinstance(loop, ast.For | ast.AsyncFor) and isinstance(loop.iter, ast.Call)
+                func = loop.iter.func
+                assert isinstance(func, ast.Attribute)
+                outer = reach_of(table, at, func.value)
+                if outer is not None:
+                    return ModuleReach(outer.sites, True)
+    return None
+
+
+def _traced_whole(table: Usage, scope: str, handle: Handle, at: NodeAt) -> bool:
+    """``torch.compile(m)`` of a ``torch.nn`` module traces ``m.__call__`` with its hooks (``wrap_inline``); for a
+    workspace class, or ``m.compile()``, the hooks of ``m`` itself run outside the compiled frame."""
+    if handle.site.form == "method":
+        return False
+    ref = handle.site.target.ref
+    if ref is None:
+        ref = table.class_ref(scope, handle.name, position(at.node))
+        if ref is None and handle.site.target.text:
+            ref = table.class_ref(scope, handle.site.target.text, position(at.node))
+    return ref is not None and ref.level == 0 and ref.dotted.startswith("torch.nn.")
+
+
+def _iterates_submodules(loop: Loop, name: str) -> bool:
+    if not isinstance(loop, ast.For | ast.AsyncFor) or not isinstance(loop.iter, ast.Call):
+        return False
+    func = loop.iter.func
+    if not isinstance(func, ast.Attribute) or func.attr not in SUBMODULE_ITERATORS:
+        return False
+    target = loop.target
+    if isinstance(target, ast.Tuple) and target.elts:
+        target = target.elts[-1]
+    return isinstance(target, ast.Name) and target.id == name
