@@ -55,6 +55,7 @@ What ``judge`` gets (``static/index.py``, :class:`WorkspaceIndex`):
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -88,7 +89,11 @@ def all_checks() -> tuple[Check, ...]:
     for info in pkgutil.iter_modules(package.__path__):
         if not info.name.startswith("dl"):
             continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        try:
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+        except Exception:  # one broken check module must not take every other check down with it
+            logging.getLogger(__name__).exception("cannot load check module %s", info.name)
+            continue
         check: Check = module.CHECK
         if check.code in checks:
             raise RuntimeError(f"duplicate check for {check.code} in {info.name}")

@@ -1,0 +1,83 @@
+"""DL103: an attribute created by the traced call (not in ``__init__``) and read back by later calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dynamo_lens.model import Finding, Related, Severity
+from dynamo_lens.rules.dl103_attr_created_in_forward import RULE
+from dynamo_lens.static.checks import Check
+from dynamo_lens.static.index import WorkspaceIndex
+from dynamo_lens.static.state_flow import AttrFlow, ClassFlow, class_flows, keep_loudest, sites_of
+
+
+def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
+    findings: list[Finding] = []
+    for flow in class_flows(index):
+        for attr in flow.attrs.values():
+            finding = _judge(index, flow, attr)
+            if finding is not None:
+                findings.append(finding)
+    yield from keep_loudest(findings)
+
+
+def _defined_outside(index: WorkspaceIndex, flow: ClassFlow, name: str) -> bool:
+    """Some code other than the traced call may define the attribute: a class attribute, a method (or property)
+    of that name, a write in a method the call does not run, or a base class we cannot see."""
+    order, complete = index.mro(flow.cls)
+    if not complete:
+        return True
+    for key in order:
+        summary = index.class_summary(key)
+        if summary is None:
+            return True
+        if name in summary.class_attrs or summary.method(name) is not None:
+            return True
+        for method in summary.methods:
+            if (key, method.name) in flow.methods:
+                continue
+            if any(e.attr == name and e.kind in ("write", "aug", "mutate") for e in method.events):
+                return True
+    return False
+
+
+def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Finding | None:
+    if attr.init is not None:
+        return None
+    writes = [a for a in attr.accesses if a.event.kind in ("write", "aug") and a.event.detail != "del"]
+    reads = attr.carried_reads
+    if not writes or not reads or _defined_outside(index, flow, attr.attr):
+        return None
+    first = writes[0]
+    name = f"self.{attr.attr}"
+    place = f"`{first.method}`" + (f" (called from `{flow.entry}`)" if first.method != flow.entry else "")
+    kinds = {a.event.value_kind for a in writes}
+    # A number or string computed from its previous value (`getattr(self, "n", 0) + 1`) changes every call.
+    counter = kinds <= {"int", "str", "unknown"} and any(
+        a.event.kind == "aug" or a.event.detail == "self" for a in writes
+    )
+    if counter:
+        cost = (
+            "the first call guards that it does not exist, and then each new value is guarded (EQUALS_MATCH): "
+            "every call recompiles; after recompile_limit (8) the frame runs eagerly"
+        )
+    else:
+        cost = "the first call guards that it does not exist, so the second call recompiles (one extra compile)"
+    message = f"`{name}` is created in {place}, not in `__init__`, and later calls read it: {cost}"
+    related = tuple(
+        Related(a.event.span, f"`{name}` is read here before this call sets it")
+        for a in reads[:1]
+        if a.event.span != first.event.span
+    )
+    return index.finding(
+        RULE,
+        first.event.span,
+        message,
+        sites_of(index, [first, *reads]),
+        severity=None if counter else Severity.INFO,
+        related=related,
+        data={"attribute": attr.attr, "class": flow.cls[1]},
+    )
+
+
+CHECK = Check(RULE.code, judge_workspace=judge_workspace)

@@ -1,0 +1,107 @@
+"""DL106: a module with parameters built inside traced code (``self.head = nn.Linear(...)`` in ``forward``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dynamo_lens.model import Finding, Span
+from dynamo_lens.rules.dl106_submodule_replaced_in_forward import RULE
+from dynamo_lens.static.checks import Check
+from dynamo_lens.static.index import ClassKey, WorkspaceIndex
+from dynamo_lens.static.state_flow import Access, class_flows, keep_loudest, method_summary, sites_of
+from dynamo_lens.static.summary import Ref
+
+TORCH_MODULES_WITH_PARAMETERS = frozenset(
+    {"Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+     "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+     "SyncBatchNorm", "LayerNorm", "GroupNorm", "RMSNorm", "Embedding", "EmbeddingBag", "RNN", "LSTM", "GRU",
+     "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "PReLU", "Transformer", "TransformerEncoder",
+     "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer"}
+)  # fmt: skip
+"""``torch.nn`` classes whose constructor creates an ``nn.Parameter`` with default arguments."""
+
+
+def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
+    findings: list[Finding] = []
+    for flow in class_flows(index):
+        lines: set[tuple[str, int]] = set()
+        for access in flow.accesses:
+            event = access.event
+            if event.kind != "write" or event.ctor is None:
+                continue
+            built = _builds_parameters(index, access.owner[0], event.ctor)
+            if built is None:
+                continue
+            lines.add((event.span.path, event.span.line))
+            message = (
+                f"`self.{event.attr} = {event.text}` in {_place(flow.entry, access.method)} builds a new `{built}` "
+                f"on every call: {_COST}"
+            )
+            findings.append(_finding(index, event.span, message, [access], event.attr))
+        for owner, name in sorted(flow.methods):
+            method = method_summary(index, owner, name)
+            if method is None:
+                continue
+            for call in method.calls:
+                if (call.span.path, call.span.line) in lines:
+                    continue
+                built = _builds_parameters(index, owner[0], call.ref)
+                if built is None:
+                    continue
+                message = f"`{built}(…)` in {_place(flow.entry, name)} builds a new module on every call: {_COST}"
+                sites = index.sites_for_method(owner, name)
+                findings.append(
+                    index.finding(RULE, call.span, message, sites, data={"module": built, "class": flow.cls[1]})
+                )
+    yield from keep_loudest(findings)
+
+
+_COST = (
+    "creating its parameters cannot be traced, so Dynamo (torch 2.13) graph-breaks there on every call, and the "
+    "module gets new random weights each time; build it once in `__init__`"
+)
+
+
+def _place(entry: str, method: str) -> str:
+    return f"`{method}`" + (f" (called from `{entry}`)" if method != entry else "")
+
+
+def _finding(index: WorkspaceIndex, span: Span, message: str, accesses: list[Access], attr: str) -> Finding:
+    return index.finding(RULE, span, message, sites_of(index, accesses), data={"attribute": attr})
+
+
+def _builds_parameters(index: WorkspaceIndex, path: str, ref: Ref) -> str | None:
+    """The class name if calling ``ref`` builds a module with parameters."""
+    if ref.level == 0 and ref.dotted.startswith("torch.nn."):
+        last = ref.last
+        return f"nn.{last}" if last in TORCH_MODULES_WITH_PARAMETERS else None
+    key = index.resolve_class(path, ref)
+    if key is None or not index.is_module_class(key):
+        return None
+    return key[1] if _has_parameters(index, key, set()) else None
+
+
+def _has_parameters(index: WorkspaceIndex, key: ClassKey, seen: set[ClassKey]) -> bool:
+    """Instances of the workspace class ``key`` own parameters (their ``__init__`` creates some)."""
+    if key in seen:
+        return False
+    seen.add(key)
+    for current in index.mro(key)[0]:
+        summary = index.class_summary(current)
+        if summary is None:
+            continue
+        for attr in summary.init_attrs:
+            if attr.kind == "parameter":
+                return True
+            for constructor in attr.constructors:
+                if constructor.level == 0 and constructor.dotted.startswith("torch.nn."):
+                    if constructor.last in TORCH_MODULES_WITH_PARAMETERS:
+                        return True
+                    continue
+                sub = index.resolve_class(current[0], constructor)
+                if sub is not None and _has_parameters(index, sub, seen):
+                    return True
+    return False
+
+
+CHECK = Check(RULE.code, judge_workspace=judge_workspace)
