@@ -18,7 +18,16 @@ export default tseslint.config(
   {
     files: ["extension/**/*.mjs"],
     languageOptions: {
-      globals: { process: "readonly", console: "readonly", setTimeout: "readonly", clearTimeout: "readonly", URL: "readonly" },
+      // Node globals; `document` only inside page.evaluate() callbacks, which run in the browser.
+      globals: {
+        process: "readonly",
+        console: "readonly",
+        setTimeout: "readonly",
+        clearTimeout: "readonly",
+        URL: "readonly",
+        fetch: "readonly",
+        document: "readonly",
+      },
     },
   },
 );

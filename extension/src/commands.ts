@@ -15,6 +15,7 @@ export interface CommandContext {
   /** Called with the run's summary (the `dynamoLens.run` result) and the file that ran. */
   runFinished(result: unknown, fileUri: string): Promise<void>;
   runStarted(file: string): void;
+  runFailed(message: string): void;
   cleared(): void;
 }
 
@@ -90,7 +91,7 @@ async function run(context: CommandContext, test: "file" | "cursor"): Promise<vo
     await context.runFinished(result, uri);
   } catch (error) {
     logger.error(`dynamoLens.run failed: ${String(error)}`);
-    await context.runFinished(undefined, uri);
+    context.runFailed(errorMessage(error));
     void api
       .showErrorMessage(`${DISPLAY_NAME}: the run failed: ${errorMessage(error)}`, "Show Output")
       .then((choice) => {

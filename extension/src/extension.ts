@@ -51,6 +51,7 @@ export async function activate(context: ExtensionContext): Promise<void> {
       client: () => server.current(),
       restart: (reason) => server.restart(reason),
       runStarted: (file) => status.running(file),
+      runFailed: (message) => status.failed(message),
       runFinished: showRun,
       cleared: () => {
         frames.clear();

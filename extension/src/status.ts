@@ -51,6 +51,13 @@ export class RunStatus implements Disposable {
     this.item.tooltip = `${DISPLAY_NAME}: instrumented run of ${file} in progress (cancel it from the progress notification).`;
   }
 
+  /** The run could not be done at all (the server refused or crashed); a script that failed is a summary. */
+  failed(message: string): void {
+    this.item.text = `$(error) ${DISPLAY_NAME}: run failed`;
+    this.item.tooltip = `${DISPLAY_NAME}: the run failed: ${message}. See "${DISPLAY_NAME}: Show Output".`;
+    this.item.backgroundColor = new ThemeColor("statusBarItem.errorBackground");
+  }
+
   show(summary: RunSummary): void {
     const status = formatSummary(summary);
     this.item.text = status.text;

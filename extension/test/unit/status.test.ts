@@ -79,6 +79,10 @@ describe("RunStatus", () => {
     status.show({ compiles: 9, recompiles: 8, graphBreaks: 0, limitHits: 1 });
     expect(item.text).toContain("limit hit");
     expect(item.backgroundColor).toEqual(new ThemeColor("statusBarItem.warningBackground"));
+    status.failed("Command name 'dynamoLens.run' is not defined");
+    expect(item.text).toBe("$(error) Dynamo Lens: run failed");
+    expect(item.tooltip).toContain("'dynamoLens.run' is not defined");
+    expect(item.backgroundColor).toEqual(new ThemeColor("statusBarItem.errorBackground"));
     status.idle();
     expect(item.backgroundColor).toBeUndefined();
     status.dispose();

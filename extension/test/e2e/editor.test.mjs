@@ -1,0 +1,243 @@
+// End to end in a real VS Code: code-server with the packaged .vsix, driven by Chromium through playwright-core.
+// Run through `npm run test:e2e` (extension/test/e2e/run.mjs), which installs code-server first and sets
+// DYNAMO_LENS_E2E_SKIP only when that install is impossible on this machine.
+import assert from "node:assert/strict";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { installExtension, startCodeServer, writeUserSettings } from "./codeServer.mjs";
+import {
+  CHROMIUM_ARGS,
+  codeLensText,
+  editorText,
+  goTo,
+  hoverText,
+  openFile,
+  poll,
+  problemsText,
+  runCommand,
+  squiggles,
+} from "./workbench.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+const VERSION = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).version;
+const VSIX = process.env.DYNAMO_LENS_VSIX ?? path.join(ROOT, `dynamo-lens-${VERSION}.vsix`);
+const PYTHON = process.env.DYNAMO_LENS_E2E_PYTHON ?? path.join(ROOT, ".venv", "bin", "python");
+const ARTIFACTS = path.join(ROOT, "test-artifacts", "e2e");
+const EXAMPLE = "recompiling_counter.py";
+const RUN_TIMEOUT_MS = 240_000;
+
+/**
+ * Where a line of code is in the example (1-based line, and the column where `pattern`'s `target` group starts),
+ * read from its text so the test follows the file rather than hard-coded numbers.
+ */
+function locate(text, pattern) {
+  const lines = text.split("\n");
+  const index = lines.findIndex((line) => pattern.test(line));
+  assert.notEqual(index, -1, `${pattern} not found in the example`);
+  const match = pattern.exec(lines[index]);
+  return { line: index + 1, column: match.index + match[0].indexOf(match.groups.target) + 1, text: lines[index] };
+}
+
+const skip = process.env.DYNAMO_LENS_E2E_SKIP;
+
+describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip ? `SKIPPED: ${skip}` : false }, () => {
+  let dirs;
+  let server;
+  let browser;
+  let page;
+  let step = 0;
+  const source = existsSync(path.join(ROOT, "examples", EXAMPLE))
+    ? readFileSync(path.join(ROOT, "examples", EXAMPLE), "utf8")
+    : "";
+  const counter = () => locate(source, /^\s+(?<target>self\.steps) \+= 1\s*$/);
+  const forward = () => locate(source, /^\s+def (?<target>forward)\(/);
+  const compileSite = () => locate(source, /(?<target>torch\.compile)\(/);
+
+  const shot = async (name) => {
+    step += 1;
+    const file = path.join(ARTIFACTS, `${String(step).padStart(2, "0")}-${name}.png`);
+    await page.screenshot({ path: file });
+    return file;
+  };
+
+  before(async () => {
+    assert.ok(existsSync(VSIX), `${VSIX} is missing: build it with \`make extension\` (npm run package)`);
+    assert.ok(existsSync(PYTHON), `${PYTHON} is missing: \`make\` creates the .venv with torch`);
+    rmSync(ARTIFACTS, { recursive: true, force: true });
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const root = mkdtempSync(path.join(os.tmpdir(), "dynamo-lens-e2e-"));
+    dirs = {
+      root,
+      userData: path.join(root, "user-data"),
+      extensions: path.join(root, "extensions"),
+      workspace: path.join(root, "workspace"),
+    };
+    cpSync(path.join(ROOT, "examples"), path.join(dirs.workspace, "examples"), { recursive: true });
+    installExtension(dirs, VSIX);
+    writeUserSettings(dirs, {
+      "dynamoLens.interpreter": PYTHON,
+      "security.workspace.trust.enabled": false,
+      "workbench.startupEditor": "none",
+      "workbench.tips.enabled": false,
+      "workbench.secondarySideBar.defaultVisibility": "hidden",
+      "chat.disableAIFeatures": true,
+      "telemetry.telemetryLevel": "off",
+      "extensions.ignoreRecommendations": true,
+      "update.mode": "none",
+      "editor.inlayHints.enabled": "on",
+      "editor.codeLens": true,
+      "editor.minimap.enabled": false,
+      "editor.hover.delay": 200,
+      "files.autoSave": "off",
+    });
+    server = await startCodeServer(dirs, dirs.workspace, path.join(ARTIFACTS, "code-server.log"));
+    browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+      args: CHROMIUM_ARGS,
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(`${server.url}/?folder=${encodeURIComponent(dirs.workspace)}`);
+    await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
+    await page.locator(".explorer-folders-view").waitFor({ timeout: 90_000 });
+  });
+
+  after(async () => {
+    await browser?.close();
+    server?.stop();
+    if (dirs) {
+      const logs = path.join(dirs.userData, "logs");
+      for (const session of existsSync(logs) ? readdirSync(logs) : []) {
+        const log = path.join(logs, session, "exthost1", "dynamo-lens.dynamo-lens", "Dynamo Lens.log");
+        if (existsSync(log)) {
+          cpSync(log, path.join(ARTIFACTS, `dynamo-lens-${session}.log`));
+        }
+      }
+      rmSync(dirs.root, { recursive: true, force: true });
+    }
+  });
+
+  it("shows the DL101 squiggle and Problems entry at the counter's line", { timeout: 120_000 }, async () => {
+    const started = Date.now();
+    await openFile(page, EXAMPLE);
+    // The extension activates on the first Python file; its status bar item appears once it did.
+    await page.locator(".statusbar-item", { hasText: "Dynamo Lens" }).first().waitFor({ timeout: 30_000 });
+    const { line, column, text } = counter();
+    const onCounter = await poll(async () => {
+      const found = await squiggles(page);
+      return found.find((s) => s.line?.trim() === text.trim());
+    }, 60_000);
+    console.log(`# first squiggle on the counter line after ${Date.now() - started} ms`);
+    await shot("squiggle");
+    assert.ok(
+      onCounter,
+      `no squiggle on line ${line} (${text.trim()}); squiggles: ${JSON.stringify(await squiggles(page))}`,
+    );
+    const problems = await poll(async () => {
+      const rows = await problemsText(page);
+      return rows.includes("DL101") ? rows : undefined;
+    }, 30_000);
+    await shot("problems");
+    assert.ok(problems, `no DL101 in the Problems panel:\n${await problemsText(page)}`);
+    const entry = problems
+      .split("\n")
+      .find((row) => row.includes("DL101") && row.includes(`[Ln ${line}, Col ${column}]`));
+    assert.ok(entry, `DL101 is not at [Ln ${line}, Col ${column}]:\n${problems}`);
+    assert.match(entry, /dynamo-lens/);
+  });
+
+  it("hovers the compiled forward with its predicted guards", { timeout: 60_000 }, async () => {
+    const { line, column } = forward();
+    await goTo(page, line, column);
+    await runCommand(page, "Show or Focus Hover");
+    const hover = await poll(async () => {
+      const textNow = await hoverText(page);
+      return /predicted/i.test(textNow) ? textNow : undefined;
+    }, 20_000);
+    await shot("hover-predicted");
+    assert.ok(
+      hover,
+      `no hover marked as predicted on line ${line}; hover text: ${JSON.stringify(await hoverText(page))}`,
+    );
+    assert.match(hover, /self\.steps/);
+  });
+
+  it(
+    "runs the file from the command palette: runtime diagnostics, lens text, tree and status",
+    { timeout: RUN_TIMEOUT_MS },
+    async () => {
+      await page.keyboard.press("Escape");
+      await runCommand(page, "Dynamo Lens: Run Current File");
+      const problems = await poll(
+        async () => {
+          const rows = await problemsText(page);
+          return /DL50[12]/.test(rows) ? rows : undefined;
+        },
+        RUN_TIMEOUT_MS - 60_000,
+        2_000,
+      );
+      await shot("run-problems");
+      assert.ok(problems, `no runtime finding (DL501/DL502) in Problems after the run:\n${await problemsText(page)}`);
+      const status = await page.locator(".statusbar-item", { hasText: "recompile" }).first().innerText();
+      assert.match(status, /\d+ recompiles?/);
+
+      await runCommand(page, "View: Close Panel");
+      const lens = await poll(async () => {
+        let textNow = "";
+        for (const site of [compileSite(), forward()]) {
+          await goTo(page, site.line, site.column);
+          textNow += `${await codeLensText(page)}\n${await editorText(page)}\n`;
+        }
+        return /recompile/i.test(textNow) ? textNow : undefined;
+      }, 20_000);
+      await shot("lens");
+      assert.ok(lens, `no code lens or inlay hint mentions recompiles:\n${await codeLensText(page)}`);
+
+      await runCommand(page, "Dynamo Lens: Focus on Compiled Frames View");
+      const tree = await poll(async () => {
+        const textNow =
+          (await page
+            .locator(".part.sidebar")
+            .innerText()
+            .catch(() => "")) ?? "";
+        return textNow.includes("forward") && textNow.includes("cache entry") ? textNow : undefined;
+      }, 20_000);
+      await shot("frames-tree");
+      assert.ok(
+        tree,
+        `the Compiled Frames view shows no forward frame with cache entries:\n${await page.locator(".part.sidebar").innerText()}`,
+      );
+    },
+  );
+
+  it("applies a quick fix on the DL101 line and the text changes", { timeout: 60_000 }, async () => {
+    await openFile(page, EXAMPLE);
+    const { line, column } = counter();
+    await goTo(page, line, column);
+    const before = await editorText(page);
+    await page.keyboard.press("Control+.");
+    const menu = page.locator(".action-widget");
+    const shown = await menu
+      .waitFor({ state: "visible", timeout: 15_000 })
+      .then(() => true)
+      .catch(() => false);
+    await shot("quick-fix-menu");
+    assert.ok(shown, "no code action menu on the DL101 line");
+    const items = await menu.locator(".action-widget-action, .monaco-list-row").allInnerTexts();
+    const fix = items.find((item) => !/ignore|suppress|learn more|disable/i.test(item)) ?? items[0];
+    assert.ok(fix, `the code action menu is empty: ${JSON.stringify(items)}`);
+    await menu
+      .locator(".monaco-list-row", { hasText: fix.split("\n")[0] })
+      .first()
+      .click();
+    const after = await poll(async () => {
+      const textNow = await editorText(page);
+      return textNow !== before ? textNow : undefined;
+    }, 15_000);
+    await shot("quick-fix-applied");
+    assert.ok(after, `applying "${fix}" did not change the text`);
+  });
+});

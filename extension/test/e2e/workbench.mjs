@@ -1,0 +1,101 @@
+// Small helpers that drive the VS Code workbench in the browser the way a person does: keyboard, palette, panels.
+
+export const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+  "--disable-quic",
+];
+
+/** Polls `probe` until it returns a truthy value or `timeoutMs` passes; returns the last value either way. */
+export async function poll(probe, timeoutMs, intervalMs = 500) {
+  const deadline = Date.now() + timeoutMs;
+  let value = await probe();
+  while (!value && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    value = await probe();
+  }
+  return value;
+}
+
+/** Runs a command by its title from the command palette (F1), e.g. "Dynamo Lens: Run Current File". */
+export async function runCommand(page, title) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout: 10_000 });
+  await input.fill(`>${title}`);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+  await row.waitFor({ state: "visible", timeout: 10_000 });
+  await page.waitForTimeout(200);
+  await input.press("Enter");
+  await page.waitForTimeout(300);
+}
+
+/** Opens a workspace file with Quick Open (Ctrl+P). */
+export async function openFile(page, name) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+p");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout: 10_000 });
+  await input.fill(name);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor({ timeout: 10_000 });
+  await input.press("Enter");
+  await page.locator(".editor-instance .monaco-editor .view-lines").first().waitFor({ timeout: 10_000 });
+}
+
+/** Moves the cursor to a 1-based line and column with "Go to Line/Column" (Ctrl+G). */
+export async function goTo(page, line, column) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+g");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout: 10_000 });
+  await input.fill(`${line}:${column}`);
+  await input.press("Enter");
+  await page.waitForTimeout(300);
+}
+
+/** The text of the Problems panel (opened with Ctrl+Shift+M), one row per line. */
+export async function problemsText(page) {
+  const panel = page.locator(".markers-panel");
+  if (!(await panel.isVisible().catch(() => false))) {
+    await runCommand(page, "View: Focus Problems");
+    await panel.waitFor({ state: "visible", timeout: 10_000 });
+  }
+  return (await page.locator(".markers-panel .monaco-list-row").allInnerTexts()).join("\n");
+}
+
+/** The rendered lines of the active editor (what is on screen, including inlay hints and code lenses). */
+export async function editorText(page) {
+  return page.locator(".editor-instance .monaco-editor .view-lines").first().innerText();
+}
+
+export async function codeLensText(page) {
+  return (await page.locator(".editor-instance .monaco-editor .codelens-decoration").allInnerTexts()).join("\n");
+}
+
+/** The text of the visible hover widget, or "" when none shows. */
+export async function hoverText(page) {
+  const hover = page.locator(".monaco-hover:not(.hidden) .monaco-hover-content, .monaco-hover-content");
+  return (await hover.allInnerTexts()).join("\n");
+}
+
+/** The squiggle decorations on screen: their severity class and the text of the line they sit on. */
+export async function squiggles(page) {
+  return page.evaluate(() => {
+    const editor = document.querySelector(".editor-instance .monaco-editor");
+    if (!editor) {
+      return [];
+    }
+    const lines = [...editor.querySelectorAll(".view-lines .view-line")];
+    return [...editor.querySelectorAll("[class*='squiggly-']")].map((node) => {
+      const top = node.getBoundingClientRect().top;
+      const line = lines.find((l) => Math.abs(l.getBoundingClientRect().top - top) < 3);
+      const severity = [...node.classList].find((c) => c.startsWith("squiggly-"));
+      return { severity, line: line ? line.textContent.replace(/\u00a0/g, " ") : undefined };
+    });
+  });
+}
