@@ -1,22 +1,24 @@
-"""``textDocument/codeAction``: quick fixes for Dynamo Lens diagnostics, as ``WorkspaceEdit``\\ s.
+"""``textDocument/codeAction``: quick fixes for Dynamo Lens diagnostics, as workspace edits.
 
-* The finding's own fixes, read back from ``Diagnostic.data`` (never recomputed), offered only where they work on
+* **Mark module dynamic** first, on a module attribute Dynamo specialises on (DL101), because users ask for it by
+  that name. It is version-aware. Torch before 2.5 still specialised ``nn.Module`` instances: the fix sets
+  ``self.torchdynamo_force_dynamic = True`` in ``__init__``. From 2.5 every module is already dynamic
+  (``inline_inbuilt_nn_modules``): the title says so and the action applies what is left for an int attribute,
+  ``torch._dynamo.config.allow_unspec_int_on_nn_module = True`` (the finding's own fix, retitled).
+* The finding's other fixes, read back from ``Diagnostic.data`` (never recomputed), offered only where they work on
   the selected interpreter's torch (``Fix.min_torch``/``max_torch``).
-* **Mark module dynamic** on a module attribute Dynamo specialises on (DL101). Torch before 2.5 still specialised
-  ``nn.Module`` instances: the fix sets ``self.torchdynamo_force_dynamic = True`` in ``__init__``. From 2.5 every
-  module is already dynamic (``inline_inbuilt_nn_modules``); the action says so in its title and does what is left:
-  ``torch._dynamo.config.allow_unspec_int_on_nn_module = True`` after the imports, so int attributes become dynamic.
-* A suppression comment ``# dynamo-lens: ignore[CODE]`` (added to an existing one on that line).
+* A suppression comment ``# dynamo-lens: ignore[CODE]`` (merged into an existing one on that line).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from lsprotocol import types
 
-from dynamo_lens.lsp.convert import SOURCE, LinesOf, fixes_from_data, to_workspace_edit
+from dynamo_lens.lsp.convert import SOURCE, LinesOf, facts_from_data, fixes_from_data, to_workspace_edit
 from dynamo_lens.lsp.interpreter import TorchVersion, in_range, selected_torch
 from dynamo_lens.lsp.positions import from_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
@@ -25,10 +27,8 @@ from dynamo_lens.static.summary import ClassSummary, FileSummary
 
 MARK_DYNAMIC_CODES = frozenset({"DL101"})
 MODULES_DYNAMIC_SINCE: TorchVersion = (2, 5)
-UNSPEC_INT_FLAG = "torch._dynamo.config.allow_unspec_int_on_nn_module = True"
+UNSPEC_INT_FLAG = "allow_unspec_int_on_nn_module"
 _SUPPRESSION = re.compile(r"#\s*dynamo-lens:\s*ignore\b(?P<codes>\[[^\]]*\])?")
-_IMPORT = re.compile(r"^(import|from)\s+\S")
-_SELF_ATTR = re.compile(r"self\.(?P<name>\w+)")
 
 
 def register(server: DynamoLensServer) -> None:
@@ -58,12 +58,10 @@ def actions_for(
     lines_of: LinesOf,
 ) -> list[types.CodeAction]:
     """The quick fixes for one diagnostic: "Mark module dynamic" first, then the finding's fixes, then suppression."""
-    line, column = from_lsp_position(lines, diagnostic.range.start)
-    fixes: list[Fix] = []
+    line, _column = from_lsp_position(lines, diagnostic.range.start)
+    fixes = applicable(fixes_from_data(diagnostic.data), torch)
     if diagnostic.code in MARK_DYNAMIC_CODES and summary is not None:
-        dynamic = mark_module_dynamic(path, lines, summary, line, column, torch)
-        fixes += [dynamic] if dynamic is not None else []
-    fixes += applicable(fixes_from_data(diagnostic.data), torch)
+        fixes = mark_module_dynamic(path, lines, summary, facts_from_data(diagnostic.data), fixes, torch)
     suppress = suppression(path, lines, line, str(diagnostic.code))
     fixes += [suppress] if suppress is not None else []
     return [
@@ -83,31 +81,34 @@ def applicable(fixes: Sequence[Fix], torch: TorchVersion) -> list[Fix]:
 
 
 def mark_module_dynamic(
-    path: str, lines: Sequence[str], summary: FileSummary, line: int, column: int, torch: TorchVersion
-) -> Fix | None:
-    """The version-aware "Mark module dynamic" fix for a hazard at 1-based ``line``/``column``, or None."""
-    cls = _enclosing_class(summary, line)
-    if cls is None:
-        return None
-    name = cls.qualname.rpartition(".")[2]
+    path: str,
+    lines: Sequence[str],
+    summary: FileSummary,
+    facts: Mapping[str, Any],
+    fixes: list[Fix],
+    torch: TorchVersion,
+) -> list[Fix]:
+    """``fixes`` with the version-aware "Mark module dynamic" put first (taking over the fix it retitles)."""
+    name = str(facts.get("class", ""))
+    cls = next((c for c in summary.classes if c.qualname == name), None)
+    short = name.rpartition(".")[2] or "the module"
+    version = f"{torch[0]}.{torch[1]}"
     if torch < MODULES_DYNAMIC_SINCE:
-        return _force_dynamic(path, lines, cls, name, torch)
-    attr = _SELF_ATTR.search(_line(lines, line)[column - 1 :])
-    init = cls.init_attr(attr.group("name")) if attr is not None else None
-    if init is not None and init.kind not in ("int", "unknown"):
-        return None  # the flag only makes int attributes dynamic
-    if any(UNSPEC_INT_FLAG in text for text in lines):
-        return None
-    insert_at = _after_imports(lines)
+        forced = _force_dynamic(path, lines, cls, short, version) if cls is not None else None
+        return [forced, *fixes] if forced is not None else fixes
+    flag = next((f for f in fixes if any(UNSPEC_INT_FLAG in e.new_text for e in f.edits)), None)
+    if flag is None or facts.get("kind") != "int":
+        return fixes
     title = (
-        f"Mark module dynamic: `{name}` is already dynamic on torch {torch[0]}.{torch[1]}; "
-        f"make its int attributes dynamic (`allow_unspec_int_on_nn_module = True`)"
+        f"Mark module dynamic: `{short}` is already dynamic on torch {version}; "
+        f"make its int attributes dynamic (`{UNSPEC_INT_FLAG} = True`)"
     )
-    edit = Edit(Span(path, insert_at, 1, insert_at, 1), UNSPEC_INT_FLAG + "\n")
-    return Fix(title=title, edits=(edit,), safe=False, min_torch="2.5")
+    marked = Fix(title=title, edits=flag.edits, safe=flag.safe, min_torch=flag.min_torch, max_torch=flag.max_torch)
+    return [marked, *(f for f in fixes if f is not flag)]
 
 
-def _force_dynamic(path: str, lines: Sequence[str], cls: ClassSummary, name: str, torch: TorchVersion) -> Fix | None:
+def _force_dynamic(path: str, lines: Sequence[str], cls: ClassSummary, name: str, version: str) -> Fix | None:
+    """``self.torchdynamo_force_dynamic = True`` after the first attribute set in ``__init__``."""
     init = cls.method("__init__")
     if cls.init_attrs:
         after = cls.init_attrs[0].statement
@@ -119,7 +120,6 @@ def _force_dynamic(path: str, lines: Sequence[str], cls: ClassSummary, name: str
     else:
         return None
     edit = Edit(Span(path, at, 1, at, 1), f"{indent}self.torchdynamo_force_dynamic = True\n")
-    version = f"{torch[0]}.{torch[1]}"
     title = f"Mark module dynamic: set `self.torchdynamo_force_dynamic = True` in `{name}.__init__` (torch {version})"
     return Fix(title=title, edits=(edit,), safe=False, max_torch="2.4")
 
@@ -140,22 +140,6 @@ def suppression(path: str, lines: Sequence[str], line: int, code: str) -> Fix | 
         start, end = match.start("codes") + 1, match.end("codes") + 1
         edit = Edit(Span(path, line, start, line, end), "[" + ", ".join([*codes, code]) + "]")
     return Fix(title=f"Suppress {code} on this line (# dynamo-lens: ignore[{code}])", edits=(edit,), safe=True)
-
-
-def _enclosing_class(summary: FileSummary, line: int) -> ClassSummary | None:
-    before = [c for c in summary.classes if c.span.line <= line]
-    return max(before, key=lambda c: c.span.line, default=None)
-
-
-def _after_imports(lines: Sequence[str]) -> int:
-    """1-based line after the last top-level import of the file's import block (1 when there is none)."""
-    last = 0
-    for index, text in enumerate(lines, start=1):
-        if _IMPORT.match(text):
-            last = index
-        elif text.strip() and not text.startswith("#") and last and not text[:1].isspace() and not text.startswith(")"):
-            break
-    return last + 1 if last else 1
 
 
 def _line(lines: Sequence[str], line: int) -> str:

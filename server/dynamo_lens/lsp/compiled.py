@@ -118,14 +118,15 @@ def shown_places(places: Sequence[Place]) -> list[Place]:
     return [p for p in places if not (p.kind == "method" and p.name.rpartition(".")[0] in classes)]
 
 
-def definition_lines(summary: FileSummary | None) -> list[int]:
-    """The 1-based lines of every ``class`` and ``def`` in a file, sorted: where one definition's body ends."""
+def body_end(place: Place, summary: FileSummary | None) -> int:
+    """The 1-based line where the body of a class/``def`` place ends (exclusive): the next definition that is not
+    part of it (for a class, its own methods are part of it)."""
     if summary is None:
-        return []
-    lines = [c.span.line for c in summary.classes]
-    lines += [m.span.line for c in summary.classes for m in c.methods]
-    lines += [f.span.line for f in summary.functions]
-    return sorted(lines)
+        return place.line + 1
+    lines = [c.span.line for c in summary.classes] + [f.span.line for f in summary.functions]
+    if place.kind != "class":
+        lines += [m.span.line for c in summary.classes for m in c.methods]
+    return min((line for line in lines if line > place.line), default=1 << 30)
 
 
 def place_at(places: Iterable[Place], line: int, column: int) -> Place | None:

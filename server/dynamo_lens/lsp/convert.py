@@ -59,8 +59,20 @@ def to_diagnostic(finding: Finding, lines_of: LinesOf, *, stale: bool = False) -
 
 
 def diagnostic_data(finding: Finding, *, stale: bool) -> dict[str, Any]:
-    """What :func:`fixes_from_data` reads back: the fixes, where the finding came from, and whether it is stale."""
-    return {"origin": finding.source, "stale": stale, "fixes": [fix.to_json() for fix in finding.fixes]}
+    """What code actions read back: the fixes, the finding's facts (``attribute``, ``kind``, ``class`` ...), where it
+    came from, and whether it is stale (a stale finding offers no fix: the text it was computed for is gone)."""
+    return {
+        "origin": finding.source,
+        "stale": stale,
+        "fixes": [fix.to_json() for fix in finding.fixes],
+        "facts": dict(finding.data),
+    }
+
+
+def facts_from_data(data: Any) -> Mapping[str, Any]:
+    """The finding's facts stashed by :func:`diagnostic_data` (empty for data some other tool put there)."""
+    facts = data.get("facts") if isinstance(data, Mapping) else None
+    return facts if isinstance(facts, Mapping) else {}
 
 
 def fixes_from_data(data: Any) -> list[Fix]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from lsprotocol import types
 
-from dynamo_lens.lsp.compiled import Observed, Place, definition_lines, observed, place_at, places_in_file
+from dynamo_lens.lsp.compiled import Observed, Place, body_end, observed, place_at, places_in_file
 from dynamo_lens.lsp.positions import from_lsp_position, to_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.model import Finding
@@ -62,14 +62,14 @@ def hover_at(server: DynamoLensServer, path: str, position: types.Position) -> s
         return render_observed(place, seen, report)
     state = server.documents.find(path)
     static = state.static if state is not None else ()
-    return render_predicted(place, predicted_findings(place, static, definition_lines(server.analysis.summary(path))))
+    return render_predicted(place, predicted_findings(place, static, body_end(place, server.analysis.summary(path))))
 
 
-def predicted_findings(place: Place, findings: Sequence[Finding], boundaries: Sequence[int]) -> list[Finding]:
-    """Static findings that belong to ``place``: those naming a site as related, or inside a class/``def``'s lines."""
+def predicted_findings(place: Place, findings: Sequence[Finding], end: int) -> list[Finding]:
+    """Static findings that belong to ``place``: those naming a site as related, or inside a class/``def`` body
+    (which ends before line ``end``)."""
     if place.kind == "site":
         return [f for f in findings if any(r.span.path == place.path and r.span.line == place.line for r in f.related)]
-    end = min((b for b in boundaries if b > place.line), default=1 << 30)
     return [f for f in findings if f.path == place.path and place.line <= f.span.line < end and f.code != "DL001"]
 
 
@@ -79,11 +79,17 @@ def render_predicted(place: Place, findings: Sequence[Finding]) -> str:
         return f"{head}\n\nNo guard hazards predicted. Run it with Dynamo Lens to see the real guards."
     body = ["#### Predicted guards (static analysis, torch 2.13 behaviour)"]
     for finding in findings:
-        guard = finding.data.get("guard")
-        text = f"will guard `{guard}`" if isinstance(guard, str) else finding.message.split(". ")[0]
-        body.append(f"- *predicted* · line {finding.span.line} · **{finding.code}**: {text}")
+        body.append(f"- *predicted* · line {finding.span.line} · **{finding.code}**: {predicted_guard(finding)}")
     body.append("\n_Predicted from the source; run with Dynamo Lens to see what Dynamo really guards._")
     return "\n".join([head, "", *body])
+
+
+def predicted_guard(finding: Finding) -> str:
+    """``will guard `self.steps == <value>` (int attribute)`` when the finding names the attribute, else its gist."""
+    attribute, kind = finding.data.get("attribute"), finding.data.get("kind")
+    if isinstance(attribute, str) and isinstance(kind, str):
+        return f"will guard `self.{attribute} == <value>` ({kind} attribute)"
+    return finding.message.split(": ")[0] if ": " in finding.message else finding.message
 
 
 def render_observed(place: Place, seen: Observed, report: RunReport) -> str:

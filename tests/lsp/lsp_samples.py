@@ -1,0 +1,46 @@
+"""Source texts the language-server tests open (0-based line numbers, as LSP counts them)."""
+
+from __future__ import annotations
+
+RECOMPILING = """\
+import torch
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+
+    def forward(self, x):
+        self.steps += 1
+        return x * self.steps
+
+
+model = torch.compile(Counter(), backend="eager")
+
+if __name__ == "__main__":
+    for _ in range(12):
+        model(torch.ones(2))
+"""
+CLASS_LINE = 3
+INIT_ATTR_LINE = 6
+FORWARD_LINE = 8
+COUNTER_LINE = 9  # `self.steps += 1`: DL101
+COMPILE_LINE = 13
+MAIN_LINE = 15
+
+TEST_FILE = """\
+import torch
+
+
+def test_plain():
+    assert torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1)).item() == 2
+
+
+class TestGroup:
+    def test_method(self):
+        pass
+
+    def helper(self):
+        pass
+"""
