@@ -12,18 +12,20 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from dynamo_lens.model import Edit, Finding, Fix, Related, Severity, Span
 from dynamo_lens.rules import get_rule
 from dynamo_lens.static.context import FileContext, NodeAt, Scope
-from dynamo_lens.static.summary import Candidate, CompileSite, Ref
+from dynamo_lens.static.summary import AttrInit, Candidate, CompileSite, Ref
 
 if TYPE_CHECKING:
     from dynamo_lens.static.index import WorkspaceIndex
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 Loop = ast.For | ast.AsyncFor | ast.While
+Kind = Literal["int", "float", "str"]
+ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
 
 def scope_key(scope: Scope) -> str:
@@ -326,3 +328,101 @@ def _iterates_submodules(loop: Loop, name: str) -> bool:
     if isinstance(target, ast.Tuple) and target.elts:
         target = target.elts[-1]
     return isinstance(target, ast.Name) and target.id == name
+
+
+def loop_scalars(loops: list[Loop]) -> dict[str, Kind]:
+    """Names that hold a different Python scalar on each iteration: ``range()`` and ``enumerate()`` counters,
+    counters incremented in a ``while`` body."""
+    counters: dict[str, Kind] = {}
+    for loop in loops:
+        if isinstance(loop, ast.For | ast.AsyncFor) and isinstance(loop.iter, ast.Call):
+            func = loop.iter.func
+            name = func.id if isinstance(func, ast.Name) else None
+            if name == "range" and isinstance(loop.target, ast.Name):
+                counters[loop.target.id] = "int"
+            elif name == "enumerate" and isinstance(loop.target, ast.Tuple) and loop.target.elts:
+                first = loop.target.elts[0]
+                if isinstance(first, ast.Name):
+                    counters[first.id] = "int"
+        elif isinstance(loop, ast.While):
+            for statement in ast.walk(loop):
+                if (
+                    isinstance(statement, ast.AugAssign)
+                    and isinstance(statement.target, ast.Name)
+                    and isinstance(statement.value, ast.Constant)
+                    and type(statement.value.value) in (int, float)
+                ):
+                    counters[statement.target.id] = "float" if isinstance(statement.value.value, float) else "int"
+    return counters
+
+
+def scalar_kind(expr: ast.expr, counters: dict[str, Kind]) -> Kind | None:
+    """The scalar kind of ``expr`` if it changes with the loop counters, else None."""
+    if isinstance(expr, ast.Name):
+        return counters.get(expr.id)
+    if isinstance(expr, ast.JoinedStr):
+        varying = any(
+            isinstance(part, ast.FormattedValue) and names_in(part.value) & counters.keys() for part in expr.values
+        )
+        return "str" if varying else None
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub | ast.UAdd):
+        return scalar_kind(expr.operand, counters)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ARITHMETIC):
+        left, right = _numeric(expr.left, counters), _numeric(expr.right, counters)
+        if left is None or right is None or "varying" not in (left[1], right[1]):
+            return None
+        if isinstance(expr.op, ast.Div) or "float" in (left[0], right[0]):
+            return "float"
+        return "int"
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and len(expr.args) == 1:
+        inner = scalar_kind(expr.args[0], counters)
+        if inner is not None and expr.func.id in ("int", "float", "str"):
+            kind: Kind = expr.func.id  # type: ignore[assignment]
+            return kind
+    return None
+
+
+def _numeric(expr: ast.expr, counters: dict[str, Kind]) -> tuple[str, str] | None:
+    """(kind, "varying" | "constant") of an arithmetic operand, None if it is not a plain number."""
+    if isinstance(expr, ast.Constant) and type(expr.value) in (int, float):
+        return ("float" if isinstance(expr.value, float) else "int", "constant")
+    kind = scalar_kind(expr, counters)
+    if kind in ("int", "float"):
+        return (kind, "varying")
+    return None
+
+
+READ_EVENTS = frozenset({"read", "aug", "mutate", "call", "inplace"})
+
+
+def compiled_code_reads(
+    index: WorkspaceIndex, key: tuple[str, str], attr: str, *, reached_only: bool = True
+) -> AttrInit | bool | None:
+    """Whether a method of class ``key`` that a compile site reaches (any method if not ``reached_only``) reads
+    ``self.<attr>``: False if none does, else the ``__init__`` assignment of the attribute (None when ``__init__``
+    does not set it)."""
+    for owner in index.mro(key)[0]:
+        summary = index.class_summary(owner)
+        if summary is None:
+            continue
+        for method in summary.methods:
+            if reached_only and not index.sites_for_method(owner, method.name):
+                continue
+            if any(event.attr == attr and event.kind in READ_EVENTS for event in method.events):
+                found = index.init_attr(key, attr)
+                return found[1] if found is not None else None
+    return False
+
+
+def value_kind(expr: ast.expr, counters: dict[str, Kind]) -> tuple[str, bool]:
+    """The Python kind of an assigned value and whether it changes from one iteration to the next."""
+    if isinstance(expr, ast.Constant):
+        value = expr.value
+        literal = "bool" if isinstance(value, bool) else type(value).__name__
+        return (literal if literal in ("int", "float", "str", "bool") else "unknown"), False
+    if isinstance(expr, ast.Compare | ast.BoolOp) or (isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not)):
+        return "bool", bool(names_in(expr) & counters.keys())
+    kind = scalar_kind(expr, counters)
+    if kind is not None:
+        return kind, True
+    return "unknown", bool(names_in(expr) & counters.keys())

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import Literal
 
 from dynamo_lens.model import Edit, Fix, Severity, Span
 from dynamo_lens.rules.dl203_varying_python_scalar_argument import RULE
 from dynamo_lens.static.checks import Check
-from dynamo_lens.static.checks._usage import HandleCall, Loop, UsageCandidate, judge_usage, usage
+from dynamo_lens.static.checks._usage import (
+    HandleCall,
+    Kind,
+    UsageCandidate,
+    judge_usage,
+    loop_scalars,
+    scalar_kind,
+    usage,
+)
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.summary import CompileSite
-
-Kind = Literal["int", "float", "str"]
-ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
 
 def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
@@ -24,12 +28,12 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         loops = table.enclosing_loops(handle_call.at)
         if not loops:
             continue
-        counters = _loop_scalars(loops)
+        counters = loop_scalars(loops)
         site = handle_call.handle.site
         dynamic = dict(site.options).get("dynamic")
         params = _parameters(site, definitions)
         for position, argument in _arguments(handle_call):
-            kind = _kind(argument, counters)
+            kind = scalar_kind(argument, counters)
             if kind is None:
                 continue
             if isinstance(position, str):
@@ -126,72 +130,6 @@ def _ranges_over(site: CompileSite, definitions: dict[str, ast.FunctionDef], par
         ):
             return True
     return False
-
-
-def _loop_scalars(loops: list[Loop]) -> dict[str, Kind]:
-    """Names that hold a different Python scalar on each iteration: ``range()`` and ``enumerate()`` counters,
-    counters incremented in a ``while`` body."""
-    counters: dict[str, Kind] = {}
-    for loop in loops:
-        if isinstance(loop, ast.For | ast.AsyncFor) and isinstance(loop.iter, ast.Call):
-            func = loop.iter.func
-            name = func.id if isinstance(func, ast.Name) else None
-            if name == "range" and isinstance(loop.target, ast.Name):
-                counters[loop.target.id] = "int"
-            elif name == "enumerate" and isinstance(loop.target, ast.Tuple) and loop.target.elts:
-                first = loop.target.elts[0]
-                if isinstance(first, ast.Name):
-                    counters[first.id] = "int"
-        elif isinstance(loop, ast.While):
-            for statement in ast.walk(loop):
-                if (
-                    isinstance(statement, ast.AugAssign)
-                    and isinstance(statement.target, ast.Name)
-                    and isinstance(statement.value, ast.Constant)
-                    and type(statement.value.value) in (int, float)
-                ):
-                    counters[statement.target.id] = "float" if isinstance(statement.value.value, float) else "int"
-    return counters
-
-
-def _kind(expr: ast.expr, counters: dict[str, Kind]) -> Kind | None:
-    """The scalar kind of ``expr`` if it changes with the loop counters, else None."""
-    if isinstance(expr, ast.Name):
-        return counters.get(expr.id)
-    if isinstance(expr, ast.JoinedStr):
-        varying = any(
-            isinstance(part, ast.FormattedValue) and _names(part.value) & counters.keys() for part in expr.values
-        )
-        return "str" if varying else None
-    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub | ast.UAdd):
-        return _kind(expr.operand, counters)
-    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ARITHMETIC):
-        left, right = _numeric(expr.left, counters), _numeric(expr.right, counters)
-        if left is None or right is None or "varying" not in (left[1], right[1]):
-            return None
-        if isinstance(expr.op, ast.Div) or "float" in (left[0], right[0]):
-            return "float"
-        return "int"
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and len(expr.args) == 1:
-        inner = _kind(expr.args[0], counters)
-        if inner is not None and expr.func.id in ("int", "float", "str"):
-            kind: Kind = expr.func.id  # type: ignore[assignment]
-            return kind
-    return None
-
-
-def _numeric(expr: ast.expr, counters: dict[str, Kind]) -> tuple[str, str] | None:
-    """(kind, "varying" | "constant") of an arithmetic operand, None if it is not a plain number."""
-    if isinstance(expr, ast.Constant) and type(expr.value) in (int, float):
-        return ("float" if isinstance(expr.value, float) else "int", "constant")
-    kind = _kind(expr, counters)
-    if kind in ("int", "float"):
-        return (kind, "varying")
-    return None
-
-
-def _names(expr: ast.AST) -> set[str]:
-    return {node.id for node in ast.walk(expr) if isinstance(node, ast.Name)}
 
 
 def _dynamic_fix(ctx: FileContext, site: CompileSite) -> Fix | None:

@@ -1,0 +1,120 @@
+"""DL112: a compiled module switched to eval mode (or to a run-time mode) after it ran in training mode."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from dynamo_lens.model import Finding, Related, Span
+from dynamo_lens.rules.dl112_train_eval_toggle import RULE
+from dynamo_lens.static.checks import Check
+from dynamo_lens.static.checks._usage import READ_EVENTS, position, scope_key, usage
+from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.index import ClassKey, WorkspaceIndex
+from dynamo_lens.static.summary import Candidate, CompileSite, Ref
+
+MODE_SENSITIVE = re.compile(r"Dropout|BatchNorm|InstanceNorm|RNN|LSTM|GRU|MultiheadAttention|Transformer")
+"""``torch.nn`` layers whose forward reads ``training`` (or that contain such layers)."""
+CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+
+@dataclass(frozen=True, slots=True)
+class ModeSwitch(Candidate):
+    receiver: str
+    mode: str
+    cls: Ref | None
+    site: CompileSite
+    earlier: Span
+
+
+def collect(ctx: FileContext) -> Iterator[ModeSwitch]:
+    table = usage(ctx)
+    if not table.handles:
+        return
+    for at in ctx.nodes(ast.Call):
+        call = at.node
+        assert isinstance(call, ast.Call)
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in ("eval", "train"):
+            continue
+        if not isinstance(func.value, ast.Name):
+            continue
+        mode = _mode(func.attr, call)
+        if mode is None:
+            continue
+        handle = table.handle(scope_key(at.scope), func.value.id)
+        if handle is None or not handle.module:
+            continue
+        earlier = table.ran_before({handle.site}, at)
+        if earlier is None:
+            continue  # switched before the first compiled call: only that mode is ever compiled
+        cls = handle.site.target.ref if handle.site.target.kind == "instance" else None
+        if cls is None:
+            cls = table.class_ref(scope_key(at.scope), handle.site.target.text or handle.name, position(call))
+        yield ModeSwitch(RULE.code, ctx.span(call), func.value.id, mode, cls, handle.site, ctx.span(earlier.call))
+
+
+def _mode(method: str, call: ast.Call) -> str | None:
+    """ "eval" or "a mode chosen at run time"; None for a switch to training mode (the mode modules start in)."""
+    if method == "eval":
+        return "eval"
+    if not call.args:
+        return None
+    flag = call.args[0]
+    if isinstance(flag, ast.Constant):
+        return "eval" if flag.value is False else None
+    return "a mode chosen at run time"
+
+
+def judge(candidate: ModeSwitch, index: WorkspaceIndex) -> Iterator[Finding]:
+    path = candidate.site.span.path
+    key = index.resolve_class(path, candidate.cls) if candidate.cls is not None else None
+    if key is not None and not _reads_training(index, key, set()):
+        return  # no Dropout/BatchNorm and no `self.training` read: one compiled entry serves both modes
+    if key is None and candidate.cls is not None and candidate.cls.level == 0:
+        last = candidate.cls.last
+        if candidate.cls.dotted.startswith("torch.nn.") and last not in CONTAINERS and not MODE_SENSITIVE.search(last):
+            return
+    message = (
+        f"`{candidate.receiver}` switches to {candidate.mode} after the compiled module ran in training mode: layers "
+        "such as Dropout and BatchNorm read `training`, which torch 2.13 guards (`TRUE_MATCH ...training == True`), "
+        "so the other mode compiles a second entry (2 compiles in all; both are reused afterwards)"
+    )
+    related = (Related(candidate.earlier, "the compiled module ran here in training mode"),)
+    yield index.finding(RULE, candidate.span, message, (candidate.site,), related=related)
+
+
+def _reads_training(index: WorkspaceIndex, key: ClassKey, seen: set[ClassKey]) -> bool:
+    """Whether instances of ``key`` read ``training`` anywhere (themselves or through a submodule)."""
+    if key in seen:
+        return False
+    seen.add(key)
+    for owner in index.mro(key)[0]:
+        summary = index.class_summary(owner)
+        if summary is None:
+            continue
+        for method in summary.methods:
+            if any(e.attr == "training" and e.kind in READ_EVENTS for e in method.events):
+                return True
+        for attr in summary.init_attrs:
+            for constructor in attr.constructors:
+                sub = index.resolve_class(owner[0], constructor)
+                if sub is not None:
+                    if index.is_module_class(sub) and _reads_training(index, sub, seen):
+                        return True
+                elif constructor.level == 0 and constructor.dotted.startswith("torch.nn."):
+                    if MODE_SENSITIVE.search(constructor.last):
+                        return True
+                elif constructor.level != 0 or not _is_plain_call(constructor):
+                    return True  # a module from outside the workspace: assume it may read `training`
+    return False
+
+
+def _is_plain_call(ref: Ref) -> bool:
+    """Builtins and torch functions used in ``__init__`` values (``torch.zeros``, ``range``), not modules."""
+    return ref.dotted.startswith("torch.") or "." not in ref.dotted
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge)
