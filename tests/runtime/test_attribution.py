@@ -144,6 +144,43 @@ def test_identical_entries_have_no_changes_and_history_tracks_values() -> None:
     assert diff_entries(_entry("0/0", _steps(1)), _entry("0/1", _steps(1))).changes == ()
 
 
+def test_length_guards_read_as_lengths() -> None:
+    def log(text: str) -> Guard:
+        return Guard("LENGTH_CHECK", text, "L['self'].loss_log")
+
+    empty, one, two = log("not self.loss_log"), log("len(self.loss_log) == 1"), log("len(self.loss_log) == 2")
+    frame = Frame("forward", "/w/m.py", 1, 0, 0, False, (_entry("0/0", empty), _entry("0/1", one), _entry("0/2", two)))
+    assert value_history(frame, "self.loss_log") == ["0", "1", "2"]
+    assert [d.render() for d in frame_diffs(frame)] == [
+        "entry 0/1 vs 0/0: `self.loss_log` len 0 → 1",
+        "entry 0/2 vs 0/1: `self.loss_log` `len(self.loss_log) == 1` → `== 2`",
+    ]
+
+
+def test_a_limited_diff_shows_the_failing_source_first_and_counts_the_rest() -> None:
+    identity = "__builtins_dict___{n}['all'] is <builtin_function_or_method object seen at compile time>"
+    older = _entry("0/3", _steps(3), Guard("TRUE_MATCH", "self.drop.training == True", "L['self'].drop.training"))
+    newer = _entry(
+        "0/4",
+        _steps(4),
+        Guard("FALSE_MATCH", "self.drop.training == False", "L['self'].drop.training"),
+        Guard("ID_MATCH", identity.format(n=10), "G['__builtins_dict___10']['all']"),
+    )
+    diff = diff_entries(older, newer)
+    assert len(diff.changes) == 3
+    assert diff.render(focus="self.steps", limit=1) == (
+        "entry 0/4 vs 0/3: `self.steps` `self.steps == 3` → `== 4` (+2 more guard changes)"
+    )
+    assert diff.render(focus=None, limit=3) == (
+        "entry 0/4 vs 0/3: `self.steps` `self.steps == 3` → `== 4`; "
+        "`self.drop.training` `self.drop.training == True` → `== False` (+1 more guard change)"
+    )
+    # Dynamo renumbers its builtins dict per compile; the same identity check must not read as a change.
+    same = _entry("0/5", Guard("ID_MATCH", identity.format(n=4), "G['__builtins_dict___4']['all']"))
+    again = _entry("0/6", Guard("ID_MATCH", identity.format(n=12), "G['__builtins_dict___12']['all']"))
+    assert diff_entries(same, again).changes == ()
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # attribution on built reports
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from dynamo_lens.model import Finding, Related, Span
 from dynamo_lens.rules import get_rule
 from dynamo_lens.runtime.guard_diff import (
+    LENGTH_KINDS,
     EntryDiff,
     frame_diffs,
     readable_guard_text,
@@ -56,6 +57,9 @@ CONFIRMS: dict[str, frozenset[str]] = {
 }
 """Which static codes each runtime code can confirm (the static code predicted what the run observed)."""
 CONFIRMS[LIMIT_HIT] = CONFIRMS[RECOMPILED]
+
+MESSAGE_DIFF_LIMIT = 3
+"""Guard changes shown in a DL501 message; ``data["guard_diffs"]`` keeps every change."""
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 _COMPILE_ID = re.compile(r"(\d+)/(\d+)")
@@ -198,7 +202,7 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
     resumed = _RESUME.match(frame.name)
     if source is not None and source.startswith("___stack") and resumed is not None:
         message += f" (`{source}`: the value computed on line {resumed.group('line')}, carried across the graph break)"
-    detail = _change_summary(frame, source, diffs, last.recompile)
+    detail = _change_summary(frame, source, diffs, last.recompile, failed.kind if failed is not None else None)
     if detail:
         message += f"; {detail}"
     span = lines.span(last.path, last.line, [source] if source else [])
@@ -259,7 +263,7 @@ def _recompiled_without_reasons(frame: Frame, diffs: list[EntryDiff], lines: _So
         f"`{frame_label(frame)}` compiled {frame.compiles_ok}{_MULT}; Dynamo's recompile reasons were not collected"
     )
     if diffs:
-        message += f"; {diffs[-1].render()}"
+        message += f"; {diffs[-1].render(limit=MESSAGE_DIFF_LIMIT)}"
     span = lines.span(frame.path, frame.line)
     data = {"frame": frame.name, "compiles": frame.compiles_ok, "guard_diffs": [d.render() for d in diffs]}
     return _finding(RECOMPILED, span, message, [], data)
@@ -273,16 +277,19 @@ def _failure_text(failed: FailedGuard | None) -> str:
     return f"`{text}` failed{kind}"
 
 
-def _change_summary(frame: Frame, source: str | None, diffs: list[EntryDiff], recompile: Recompile) -> str:
+def _change_summary(
+    frame: Frame, source: str | None, diffs: list[EntryDiff], recompile: Recompile, kind: str | None
+) -> str:
     if source is not None:
         history = value_history(frame, source)
-        if len(set(history)) >= 3:
+        if len(set(history)) >= 3 and "dynamic" not in history:
             shown = history if len(history) <= 5 else [*history[:3], "\N{HORIZONTAL ELLIPSIS}", history[-1]]
-            return f"`{source}` went " + " → ".join(shown) + f" across {len(history)} entries"
+            label = f"len({source})" if kind in LENGTH_KINDS else source
+            return f"`{label}` went " + " → ".join(shown) + f" across {len(history)} entries"
     for diff in reversed(diffs):
         if diff.newer == recompile.compile_id:
-            return diff.render()
-    return diffs[-1].render() if diffs else ""
+            return diff.render(focus=source, limit=MESSAGE_DIFF_LIMIT)
+    return diffs[-1].render(focus=source, limit=MESSAGE_DIFF_LIMIT) if diffs else ""
 
 
 # --------------------------------------------------------------------------------------------------------------------

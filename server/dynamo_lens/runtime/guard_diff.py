@@ -31,6 +31,9 @@ NOISE_KINDS = frozenset(
 )
 """Guard kinds that hovers collapse: they rarely change between entries and never name a user value."""
 
+LENGTH_KINDS = ("LENGTH_CHECK", "DICT_LENGTH")
+"""Guard kinds that pin the length of a list or dict rather than a value."""
+
 _SCOPE = re.compile(r"""\b[LG]\[(['"])(?P<name>[^'"]+)\1\]""")
 _CONTAINER = re.compile(r"""\.(?:_modules|_parameters|_buffers|__dict__)\[(['"])(?P<key>[^'"]+)\1\]""")
 _RAW_TENSOR = re.compile(
@@ -118,11 +121,18 @@ class GuardChange:
     def render(self) -> str:
         if self.details:
             return f"`{self.source}` " + ", ".join(self.details)
-        if not self.before:
-            return "newly guarded: " + "; ".join(f"`{t}`" for t in self.after)
-        if not self.after:
-            return "no longer guarded: " + "; ".join(f"`{t}`" for t in self.before)
-        return "; ".join(f"`{t}`" for t in self.before) + " → " + "; ".join(f"`{t}`" for t in self.after)
+        removed = [t for t in self.before if t not in self.after]
+        added = [t for t in self.after if t not in self.before]
+        if not removed:
+            return "newly guarded: " + "; ".join(f"`{t}`" for t in added)
+        if not added:
+            return "no longer guarded: " + "; ".join(f"`{t}`" for t in removed)
+        return "; ".join(f"`{t}`" for t in removed) + " → " + "; ".join(f"`{t}`" for t in added)
+
+    @property
+    def changes_value(self) -> bool:
+        """True when the same source is guarded on both sides but differently (a value, a size, a type)."""
+        return bool(self.details) or (bool(self.before) and bool(self.after))
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +143,24 @@ class EntryDiff:
     newer: str
     changes: tuple[GuardChange, ...]
 
-    def render(self) -> str:
+    def render(self, focus: str | None = None, limit: int | None = None) -> str:
+        """``entry 0/3 vs 0/2: <changes>``. With ``limit``, the changes shown first are those of ``focus`` (the
+        source whose guard failed), then those that changed a value, size or type; the rest are counted."""
         head = f"entry {self.newer} vs {self.older}"
         if not self.changes:
             return f"{head}: no guard differs (the failing check is not a guard, or guards were not collected)"
-        return f"{head}: " + "; ".join(change.render() for change in self.changes)
+        changes = list(self.changes)
+        if limit is not None:
+            changes.sort(key=lambda c: (c.source != focus, not c.changes_value))
+            shown = changes[:limit]
+            if focus is not None and any(c.source == focus for c in changes):
+                shown = [c for c in shown if c.source == focus or c.changes_value] or shown[:1]
+            elif any(c.changes_value for c in changes):
+                shown = [c for c in shown if c.changes_value]
+            hidden = len(changes) - len(shown)
+            text = "; ".join(change.render() for change in shown)
+            return f"{head}: {text}" + (f" (+{hidden} more guard change{'s' if hidden != 1 else ''})" if hidden else "")
+        return f"{head}: " + "; ".join(change.render() for change in changes)
 
 
 def group_by_source(guards: Iterable[Guard]) -> dict[str, list[Guard]]:
@@ -216,7 +239,9 @@ def _signal_groups(guards: Sequence[Guard]) -> dict[str, list[Guard]]:
 
 def _pinned_value(group: Sequence[Guard]) -> str | None:
     for guard in group:
-        if guard.kind in ("EQUALS_MATCH", "CONSTANT_MATCH"):
+        if guard.kind in LENGTH_KINDS and readable_guard_text(guard.text).startswith("not "):
+            return "0"  # Dynamo writes an empty-container check as `not self.history`
+        if guard.kind in ("EQUALS_MATCH", "CONSTANT_MATCH", *LENGTH_KINDS):
             match = _COMPARISON.match(readable_guard_text(guard.text))
             if match is not None and match.group("op") == "==":
                 return match.group("rhs").strip()
@@ -234,7 +259,10 @@ def _describe(source: str, old: Sequence[Guard], new: Sequence[Guard]) -> tuple[
     new_value = _pinned_value(new)
     if old_value is not None and new_value is not None and old_value != new_value:
         old_text = next(readable_guard_text(g.text) for g in old if _pinned_value([g]) is not None)
-        return (f"`{old_text}` → `== {new_value}`",) if "==" in old_text else (f"{old_value} → {new_value}",)
+        if "==" in old_text:
+            return (f"`{old_text}` → `== {new_value}`",)
+        length = any(g.kind in LENGTH_KINDS for g in old)
+        return (f"{'len ' if length else ''}{old_value} → {new_value}",)
     if old_value is not None and new_value is None and new:
         kind = _type_name(new)
         return (f"`== {old_value}` → dynamic" + (f" ({kind})" if kind else ""),)

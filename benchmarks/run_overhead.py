@@ -1,0 +1,94 @@
+"""What ``dynamo-lens run`` costs: a compile-heavy training script run plain, under Dynamo Lens, and with TORCH_LOGS.
+
+The workload (``workloads/transformer_block.py``) trains a small transformer LM under ``torch.compile`` and
+recompiles for realistic reasons (sequence lengths, a list read in ``forward``, eval under ``no_grad``, a graph
+break). Each repetition runs the three configurations back to back, in a rotating order so that none always runs
+first; the figures are medians over the repetitions, and the ratios divide each configuration's median by plain's.
+
+* ``wall``: the whole process, as the user waits for it (for Dynamo Lens: the CLI, the shim, the report, the summary);
+* ``loop``: the training loop as the script measures it (compile-dominated);
+* ``steady``: the median step time over the second half of the loop (no compiles: the per-call cost).
+
+    .venv/bin/python benchmarks/run_overhead.py [--reps 5] [--steps 60] [--backend eager]
+
+Target: ``dynamo-lens run`` wall ratio ≤ 1.05. Threads are pinned (``OMP_NUM_THREADS=1``) to cut noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORKLOAD = HERE / "workloads" / "transformer_block.py"
+CONFIGS = ("plain", "dynamo-lens run", "TORCH_LOGS")
+TORCH_LOGS = "recompiles,guards,graph_breaks"
+
+
+def command(config: str, report: Path) -> tuple[list[str], dict[str, str]]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    if config == "plain":
+        return [sys.executable, str(WORKLOAD)], env
+    if config == "TORCH_LOGS":
+        return [sys.executable, str(WORKLOAD)], {**env, "TORCH_LOGS": TORCH_LOGS}
+    return [sys.executable, "-m", "dynamo_lens", "run", "--report", str(report), str(WORKLOAD)], env
+
+
+def measure(config: str, report: Path) -> dict[str, float]:
+    argv, env = command(config, report)
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{config} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    figures = next(json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"loop_s"'))
+    return {"wall": wall, "loop": figures["loop_s"], "steady": figures["steady_step_ms"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5, help="repetitions of each configuration (default 5)")
+    parser.add_argument("--steps", type=int, default=60, help="training steps of the workload (default 60)")
+    parser.add_argument("--backend", default="eager", help="torch.compile backend of the workload (default eager)")
+    args = parser.parse_args()
+    os.environ["STEPS"] = str(args.steps)
+    os.environ["BACKEND"] = args.backend
+
+    results: dict[str, list[dict[str, float]]] = {config: [] for config in CONFIGS}
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report.json"
+        measure("plain", report)  # warm the page cache and torch's own caches; not counted
+        for rep in range(args.reps):
+            order = CONFIGS[rep % len(CONFIGS) :] + CONFIGS[: rep % len(CONFIGS)]
+            for config in order:
+                results[config].append(measure(config, report))
+            print(f"rep {rep + 1}/{args.reps}: " + "  ".join(f"{c} {results[c][-1]['wall']:.2f}s" for c in CONFIGS))
+        summary = json.loads(report.read_text())["summary"]
+
+    print(
+        f"\nworkload: {WORKLOAD.name}, {args.steps} steps, backend={args.backend}; dynamo-lens saw "
+        f"{summary['compiles']} compiles, {summary['recompiles']} recompiles, {summary['graph_breaks']} graph breaks"
+    )
+    print(f"medians of {args.reps} interleaved repetitions (ratio = config / plain)\n")
+    print(f"{'config':<17}{'wall s':>9}{'ratio':>8}{'loop s':>9}{'ratio':>8}{'steady ms':>11}{'ratio':>8}")
+    base = {key: statistics.median(r[key] for r in results["plain"]) for key in ("wall", "loop", "steady")}
+    for config in CONFIGS:
+        med = {key: statistics.median(r[key] for r in results[config]) for key in ("wall", "loop", "steady")}
+        print(
+            f"{config:<17}{med['wall']:>9.2f}{med['wall'] / base['wall']:>8.3f}{med['loop']:>9.2f}"
+            f"{med['loop'] / base['loop']:>8.3f}{med['steady']:>11.2f}{med['steady'] / base['steady']:>8.3f}"
+        )
+    spread = [r["wall"] for r in results["plain"]]
+    print(f"\nplain wall min/max: {min(spread):.2f}/{max(spread):.2f} s (run-to-run noise)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
