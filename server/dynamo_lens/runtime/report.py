@@ -425,7 +425,10 @@ class GraphBreak:
 
 @dataclass(frozen=True, slots=True)
 class LimitHit:
-    """Dynamo hit a recompile limit for a frame; later calls that miss every entry run eagerly, silently."""
+    """Dynamo hit a recompile limit for a frame; later calls that miss every entry run eagerly, silently.
+
+    ``call_site`` is the user's call that ran into the limit (the first call that ran eagerly).
+    """
 
     limit: LimitKind
     value: int | None
@@ -433,6 +436,7 @@ class LimitHit:
     frame: FrameRef | None = None
     compile_id: str | None = None
     function: str = ""
+    call_site: StackFrame | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -442,12 +446,14 @@ class LimitHit:
             "frame": None if self.frame is None else self.frame.to_json(),
             "compile_id": self.compile_id,
             "function": self.function,
+            "call_site": None if self.call_site is None else self.call_site.to_json(),
         }
 
     @classmethod
     def from_json(cls, data: object, where: str) -> LimitHit:
         obj = _object(data, where)
         frame = obj.get("frame")
+        call_site = obj.get("call_site")
         return cls(
             limit=_choice(obj, "limit", where, LimitKind),
             value=_opt_int(obj, "value", where),
@@ -455,6 +461,7 @@ class LimitHit:
             frame=None if frame is None else FrameRef.from_json(frame, f"{where}.frame"),
             compile_id=_opt_str(obj, "compile_id", where),
             function=_str(obj, "function", where, default=""),
+            call_site=None if call_site is None else StackFrame.from_json(call_site, f"{where}.call_site"),
         )
 
 

@@ -472,6 +472,9 @@ class ReportBuilder:
                 owner.attempt(compile_id).export = event.get("guards") or []
         elif kind == "recompile_reasons":
             self.reasons.setdefault((epoch, compile_id), list(event.get("reasons") or []))
+            owner = self._frame_of(epoch, compile_id)
+            if owner is not None and not owner.attempt(compile_id).call_stack:
+                owner.attempt(compile_id).call_stack = event.get("call_stack") or []
         elif kind == "graph_break":
             self.breaks.append(event)
         elif kind == "limit":
@@ -479,7 +482,13 @@ class ReportBuilder:
         elif kind == "cache_entries":
             self.walked.add(epoch)
             for entry in event.get("entries") or []:
-                self.live[(epoch, str(entry.get("compile_id")))] = entry
+                entry_id = str(entry.get("compile_id"))
+                self.live[(epoch, entry_id)] = entry
+                frame_id = _frame_id(entry_id)
+                code = entry.get("code")
+                if frame_id is not None and code and (epoch, frame_id) not in self.frames:
+                    # Without the trace, the cache entries are all we know about the frame.
+                    self._frame(epoch, frame_id, str(code[2]), str(code[0]), int(code[1]))
         elif kind == "calls":
             self.calls = event
         elif kind == "reset":
@@ -568,8 +577,9 @@ class ReportBuilder:
         for candidate in sorted(self.user_files):
             if candidate.endswith(os.sep + short) or candidate.endswith(short):
                 return candidate
-        if self.policy.torch_dir:
-            guess = os.path.join(os.path.dirname(self.policy.torch_dir), short)
+        torch_dir = self.policy.torch_dir
+        for base in (torch_dir, os.path.dirname(torch_dir)) if torch_dir else ():
+            guess = os.path.join(base, short)
             if os.path.exists(guess):
                 return guess
         return None
@@ -785,6 +795,7 @@ class ReportBuilder:
                     "frame": frame.ref() if frame else None,
                     "compile_id": hit_id,
                     "function": function,
+                    "call_site": _loc_json(event["call_stack"][-1]) if event.get("call_stack") else None,
                 }
             )
         for frame in self.frames.values():
@@ -805,6 +816,7 @@ class ReportBuilder:
                         "frame": frame.ref(),
                         "compile_id": attempt.compile_id,
                         "function": f"'{frame.name}' ({frame.path}:{frame.line})",
+                        "call_site": _loc_json(attempt.call_stack[-1]) if attempt.call_stack else None,
                     }
                 )
         return out
@@ -831,8 +843,6 @@ class ReportBuilder:
             missing.append(
                 "the run was killed before the shim could finish: cache-entry details, call counts, exit code"
             )
-        elif not calls and "guard_complete_hook" not in " ".join(missing):
-            missing.append("call counts: the guard-complete hook reported nothing")
         total_time = sum(e["compile_time_s"] or 0.0 for e in entries)
         summary = {
             "frames": len(frames),
@@ -1010,7 +1020,13 @@ class TraceHandler(logging.Handler):
         elif name == "artifact" and isinstance(payload, str):
             artifact = metadata["artifact"].get("name")
             if artifact == "recompile_reasons":
-                stream.emit("recompile_reasons", compile_id=compile_id, reasons=load_reasons(payload))
+                reasons = load_reasons(payload)
+                stream.emit(
+                    "recompile_reasons",
+                    compile_id=compile_id,
+                    reasons=reasons,
+                    call_stack=self.collector.user_call_stack(),
+                )
             elif artifact == "dynamo_graph_break_reason":
                 text = payload.split("\nTraceback (most recent call last):", 1)[0]
                 stream.emit("graph_break", compile_id=compile_id, text=text[: MAX_REASON_TEXT * 2])
@@ -1030,6 +1046,7 @@ class LimitHandler(logging.Handler):
             limit_type, limit, function, last_reason = record.args[:4]
             self.collector.stream.emit(
                 "limit",
+                call_stack=self.collector.user_call_stack(),
                 limit_type=str(limit_type),
                 limit=limit if isinstance(limit, int) else None,
                 function=str(function),
@@ -1067,7 +1084,7 @@ class Collector:
             import torch
         except Exception as exc:
             self.missing.append(f"torch could not be imported in this interpreter ({type(exc).__name__}: {exc})")
-            self._emit_start()
+            self.emit_start()
             return
         self.torch = torch
         self.policy = PathPolicy.for_this_process(os.path.dirname(os.path.abspath(torch.__file__)))
@@ -1084,7 +1101,7 @@ class Collector:
                 "cache entries (_debug_get_cache_entry_list): no way to find the compiled code objects without "
                 "register_bytecode_hook; guards come from the trace text and fail counts are unknown"
             )
-        self._emit_start()
+        self.emit_start()
 
     def _install(self, name: str, install: Callable[[], None], what: str) -> None:
         if name in self.disabled:
@@ -1101,7 +1118,7 @@ class Collector:
     def _torch_version(self) -> str | None:
         return None if self.torch is None else str(getattr(self.torch, "__version__", "?"))
 
-    def _emit_start(self) -> None:
+    def emit_start(self) -> None:
         self.stream.emit(
             "start",
             torch_version=self._torch_version(),
@@ -1256,7 +1273,9 @@ class Collector:
             entries: list[Event] = []
             for code in list(self.codes.values()):
                 for entry in getter(code):
-                    entries.append(self._entry_event(entry))
+                    event = self._entry_event(entry)
+                    event["code"] = [code.co_filename, code.co_firstlineno, code.co_name]
+                    entries.append(event)
             self.stream.emit("cache_entries", entries=entries)
         except Exception as exc:
             self.internal_error("cache entry walk", exc)
@@ -1350,8 +1369,8 @@ class Collector:
 
 def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
     """Drop the shim's and runpy's own frames from the top of a traceback."""
-    own = {os.path.abspath(__file__), os.path.abspath(runpy.__file__ or "")}
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in own:
+    own = {__file__, os.path.abspath(__file__), runpy.run_path.__code__.co_filename}
+    while tb is not None and tb.tb_frame.f_code.co_filename in own:
         tb = tb.tb_next
     return tb
 
@@ -1407,6 +1426,14 @@ def main(argv: list[str]) -> int:
     report_path = os.path.abspath(options["report"])
 
     collector = Collector(report_path, list(target))
+    script = None if target[0] == "-m" else os.path.abspath(target[0])
+    if script is not None and not os.path.exists(script):
+        sys.stderr.write(f"{sys.executable}: can't open file {script!r}: [Errno 2] No such file or directory\n")
+        error = {"type": "FileNotFoundError", "message": f"can't open file {script!r}", "path": None, "line": None}
+        collector.missing.append("everything: the script does not exist, so nothing ran")
+        collector.emit_start()
+        collector.finish("exception", 2, {**error, "traceback": ""})
+        return 2
     collector.start()
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=collector.detach_in_child)
@@ -1429,17 +1456,12 @@ def main(argv: list[str]) -> int:
             runpy.run_module(module, run_name="__main__", alter_sys=True)
 
     else:
-        script = os.path.abspath(target[0])
-        if not os.path.exists(script):
-            sys.stderr.write(f"{sys.executable}: can't open file {script!r}: [Errno 2] No such file or directory\n")
-            error = {"type": "FileNotFoundError", "message": f"can't open file {script!r}", "path": None, "line": None}
-            collector.finish("exception", 2, {**error, "traceback": ""})
-            return 2
+        script_path = os.path.abspath(target[0])
         sys.argv = list(target)
-        sys.path[0] = os.path.dirname(script)
+        sys.path[0] = os.path.dirname(script_path)
 
         def run() -> None:
-            runpy.run_path(script, run_name="__main__")
+            runpy.run_path(script_path, run_name="__main__")
 
     try:
         run()
@@ -1449,12 +1471,12 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt as exc:
         tb = _user_traceback(exc.__traceback__)
         collector.finish("keyboard_interrupt", 130, _error_event(exc, tb, collector.policy))
-        sys.excepthook(type(exc), exc, tb)
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         return 130
     except BaseException as exc:
         tb = _user_traceback(exc.__traceback__)
         collector.finish("exception", 1, _error_event(exc, tb, collector.policy))
-        sys.excepthook(type(exc), exc, tb)
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         return 1
     collector.finish("returned", 0, None)
     return 0

@@ -1,0 +1,435 @@
+"""The shim, run for real: ``torch.compile(backend="eager")`` in subprocesses on the scripts in fixtures/runtime.
+
+Every line asserted is found through a ``# @marker`` comment in the fixture, so the assertions are exact user lines.
+The independent runs start together (two at a time) on first use, which keeps the module at about half a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from dynamo_lens.runtime import shim
+from dynamo_lens.runtime.report import (
+    CacheEntry,
+    Frame,
+    RunReport,
+    events_path,
+    load_partial_report,
+    load_report,
+)
+
+pytestmark = pytest.mark.slow
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "runtime"
+SHIM = Path(shim.__file__).resolve()
+SCHEMA = json.loads((SHIM.parent / "run_report.schema.json").read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    document: dict[str, Any]
+    report: RunReport
+    report_path: Path
+
+
+def line_of(fixture: Path, marker: str) -> int:
+    """The 1-based line of the fixture that carries ``# @marker``."""
+    for number, text in enumerate(fixture.read_text(encoding="utf-8").splitlines(), start=1):
+        if text.rstrip().endswith(f"# @{marker}"):
+            return number
+    raise AssertionError(f"no line marked @{marker} in {fixture}")
+
+
+def shim_command(report: Path, *target: str) -> list[str]:
+    return [sys.executable, str(SHIM), "--report", str(report), "--", *target]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_LOGS", "TORCH_TRACE", "DYNAMO_LENS"))}
+    env.update(extra)
+    return env
+
+
+def run_shim(tmp: Path, *target: str, cwd: Path = FIXTURES, **env: str) -> Run:
+    report_path = tmp / "report.json"
+    command = shim_command(report_path, *target)
+    trace_dir = env.pop("TRACE_DIR", None)
+    if trace_dir is not None:
+        command[2:2] = ["--torch-trace", trace_dir]
+    done = subprocess.run(command, cwd=cwd, env=_env(**env), capture_output=True, text=True, timeout=180)
+    document = json.loads(report_path.read_text(encoding="utf-8"))
+    return Run(done.returncode, done.stdout, done.stderr, document, load_report(report_path), report_path)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[Run]]]:
+    tmp = tmp_path_factory.mktemp("shim-runs")
+    behaviours = str(FIXTURES / "behaviours.py")
+    jobs: dict[str, tuple[tuple[str, ...], Path, dict[str, str]]] = {
+        "behaviours": ((behaviours, "first", "--second"), FIXTURES, {}),
+        "crash": ((str(FIXTURES / "crash.py"),), FIXTURES, {}),
+        "exits": (("exits.py",), FIXTURES, {}),
+        "traced": (("exits.py",), FIXTURES, {"TRACE_DIR": str(tmp / "trace")}),
+        "pytest": (("-m", "pytest", "check_compiled.py::test_counter_recompiles", "-q"), FIXTURES / "pkg", {}),
+        "resets": ((str(FIXTURES / "resets.py"),), FIXTURES, {}),
+        "disabled": (
+            (str(FIXTURES / "resets.py"),),
+            FIXTURES,
+            {"DYNAMO_LENS_SHIM_DISABLE": "cache_entries,guard_export,guard_complete_hook"},
+        ),
+        "no-trace": ((str(FIXTURES / "resets.py"),), FIXTURES, {"DYNAMO_LENS_SHIM_DISABLE": "trace"}),
+    }
+    for name in jobs:
+        (tmp / name).mkdir()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        yield {
+            name: pool.submit(run_shim, tmp / name, *target, cwd=cwd, **env)
+            for name, (target, cwd, env) in jobs.items()
+        }
+
+
+def frame_named(report: RunReport, name: str, fixture: Path, epoch: int = 0) -> Frame:
+    matches = [f for f in report.frames if f.name == name and f.path == str(fixture) and f.reset_epoch == epoch]
+    assert len(matches) == 1, [(f.name, f.path, f.reset_epoch) for f in report.frames]
+    return matches[0]
+
+
+def frame_at(report: RunReport, fixture: Path, def_line: int) -> Frame:
+    matches = [f for f in report.frames if f.path == str(fixture) and f.line == def_line]
+    assert len(matches) == 1, [(f.name, f.path, f.line) for f in report.frames]
+    return matches[0]
+
+
+def def_line(fixture: Path, signature: str) -> int:
+    for number, text in enumerate(fixture.read_text(encoding="utf-8").splitlines(), start=1):
+        if text.strip().startswith(signature):
+            return number
+    raise AssertionError(signature)
+
+
+def recompiles_of(report: RunReport, frame: Frame) -> list[Any]:
+    return [r for r in report.recompiles if report.frame(r.frame) is frame]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# One run, many behaviours
+
+BEHAVIOURS = FIXTURES / "behaviours.py"
+
+
+@pytest.fixture(scope="module")
+def behaviours(runs: dict[str, Future[Run]]) -> Run:
+    return runs["behaviours"].result()
+
+
+def test_the_script_runs_as_python_would_and_the_report_is_valid(behaviours: Run) -> None:
+    assert behaviours.returncode == 0, behaviours.stderr
+    assert behaviours.stdout.splitlines() == [
+        "graph break ahead",
+        "graph break ahead",
+        "foreign modules: []",
+        "argv: ['first', '--second']",
+        f"main: __main__ path0: {FIXTURES}",
+    ]
+    jsonschema.validate(behaviours.document, SCHEMA)
+    report = behaviours.report
+    assert (report.exit_code, report.ended_by, report.complete, report.error) == (0, "returned", True, None)
+    assert report.argv == (str(BEHAVIOURS), "first", "--second")
+    assert report.torch_version is not None and report.torch_version.startswith("2.")
+    assert report.config["recompile_limit"] == 8
+    assert report.missing == ()
+    assert all(report.sources_ok.values()) and len(report.sources_ok) == 7
+
+
+def test_the_event_stream_rebuilds_the_same_report(behaviours: Run) -> None:
+    assert shim.rebuild_report(str(events_path(behaviours.report_path))) == behaviours.document
+
+
+def test_int_counter_recompiles_eight_times_then_hits_the_limit(behaviours: Run) -> None:
+    report = behaviours.report
+    frame = frame_at(report, BEHAVIOURS, def_line(BEHAVIOURS, "def forward(self, x):"))
+    assert [e.status for e in frame.cache_entries] == ["ok"] * 8 + ["recompile_limit"]
+    assert [e.compile_id for e in frame.cache_entries] == [f"{frame.frame_id}/{i}" for i in range(9)]
+    counter_line = line_of(BEHAVIOURS, "counter")
+    recompiles = recompiles_of(report, frame)
+    assert len(recompiles) == 8
+    for index, recompile in enumerate(recompiles):
+        culprit = recompile.failed_guards[0]
+        assert (culprit.kind, culprit.text, culprit.source) == (
+            "EQUALS_MATCH",
+            f"self.steps == {index}",
+            "L['self'].steps",
+        )
+        assert (culprit.path, culprit.line, culprit.attributed_to) == (str(BEHAVIOURS), counter_line, "guard")
+        assert "allow_unspec_int_on_nn_module" in (culprit.hint or "")
+        assert recompile.call_site is not None and recompile.call_site.line == line_of(BEHAVIOURS, "counter-call")
+        assert [g.entry for g in recompile.failed_guards] == [f"{frame.frame_id}/{i}" for i in range(index, -1, -1)]
+    (hit,) = report.limit_hits
+    assert (hit.limit, hit.value, hit.compile_id) == ("recompile_limit", 8, f"{frame.frame_id}/8")
+    assert report.frame(hit.frame) is frame if hit.frame else False
+    assert hit.last_reason == f"{frame.frame_id}/7: self.steps == 7"
+    assert report.summary.eager_fallback_calls == 4  # calls 9-12 ran eagerly, silently
+
+
+def test_every_live_entry_carries_its_full_guard_list(behaviours: Run) -> None:
+    frame = frame_at(behaviours.report, BEHAVIOURS, def_line(BEHAVIOURS, "def forward(self, x):"))
+    entry: CacheEntry = frame.cache_entries[3]
+    assert entry.guards_from == "cache_entry" and entry.alive_at_exit is True
+    assert entry.guard_count is not None and len(entry.guards) >= entry.guard_count - 5
+    assert entry.fail_count is not None and entry.fail_count > 0
+    assert entry.compile_time_s is not None and entry.compile_time_s > 0
+    steps = [g for g in entry.guards if g.source == "L['self'].steps"]
+    assert [(g.kind, g.text, g.line) for g in steps] == [
+        ("EQUALS_MATCH", "self.steps == 3", line_of(BEHAVIOURS, "counter"))
+    ]
+    assert all("9490" not in g.text and "1399" not in g.text for g in entry.guards if g.kind == "ID_MATCH")
+
+
+def test_float_attribute_recompiles_once_then_becomes_dynamic(behaviours: Run) -> None:
+    report = behaviours.report
+    frame = frame_at(report, BEHAVIOURS, line_of(BEHAVIOURS, "float-read") - 1)
+    assert [e.status for e in frame.cache_entries] == ["ok", "ok"]
+    (recompile,) = recompiles_of(report, frame)
+    culprit = recompile.failed_guards[0]
+    assert (culprit.kind, culprit.text, culprit.line) == (
+        "EQUALS_MATCH",
+        "self.scale == 1.0",
+        line_of(BEHAVIOURS, "float-read"),
+    )
+    dynamic = [g for g in frame.cache_entries[1].guards if g.source == "L['self'].scale"]
+    assert dynamic and all(g.kind != "EQUALS_MATCH" for g in dynamic)
+
+
+def test_bool_flag_costs_one_entry_per_value(behaviours: Run) -> None:
+    report = behaviours.report
+    frame = frame_at(report, BEHAVIOURS, line_of(BEHAVIOURS, "bool-read") - 1)
+    assert len(frame.cache_entries) == 2
+    (recompile,) = recompiles_of(report, frame)
+    culprit = recompile.failed_guards[0]
+    assert (culprit.kind, culprit.text, culprit.line) == (
+        "FALSE_MATCH",
+        "self.use_relu == False",
+        line_of(BEHAVIOURS, "bool-read"),
+    )
+
+
+def test_train_eval_toggle_guards_the_submodule_training_flag_at_the_calling_line(behaviours: Run) -> None:
+    report = behaviours.report
+    frame = frame_at(report, BEHAVIOURS, line_of(BEHAVIOURS, "block-call") - 1)
+    assert len(frame.cache_entries) == 2
+    (recompile,) = recompiles_of(report, frame)
+    culprit = recompile.failed_guards[0]
+    assert (culprit.kind, culprit.text) == ("TRUE_MATCH", "self._modules['drop'].training == True")
+    assert culprit.line == line_of(BEHAVIOURS, "block-call")
+
+
+def test_a_guard_installed_inside_nn_linear_points_at_the_users_call(behaviours: Run) -> None:
+    frame = frame_at(behaviours.report, BEHAVIOURS, line_of(BEHAVIOURS, "block-call") - 1)
+    (x_guard,) = [g for g in frame.cache_entries[0].guards if g.kind == "TENSOR_MATCH" and g.source == "L['x']"]
+    assert x_guard.text == "x: float32[4] stride [1]"
+    assert (x_guard.path, x_guard.line) == (str(BEHAVIOURS), line_of(BEHAVIOURS, "block-call"))
+    assert x_guard.origin is not None and "torch/nn/modules/linear.py:" in x_guard.origin
+
+
+def test_shape_change_is_attributed_to_the_call_and_goes_dynamic(behaviours: Run) -> None:
+    report = behaviours.report
+    frame = frame_named(report, "shaped", BEHAVIOURS)
+    assert len(frame.cache_entries) == 2  # four shapes, one recompile: automatic dynamic
+    (recompile,) = recompiles_of(report, frame)
+    culprit = recompile.failed_guards[0]
+    assert culprit.kind == "TENSOR_MATCH" and culprit.source == "L['x']"
+    assert culprit.text == "tensor 'x' size mismatch at index 0. expected 2, actual 3"
+    assert (culprit.line, culprit.attributed_to) == (line_of(BEHAVIOURS, "shape-call"), "call")
+    texts = [g.text for g in frame.cache_entries[1].guards if g.source == "L['x']"]
+    assert "x: float32[?, 3] stride [3, 1]" in texts
+
+
+def test_varying_python_int_argument_specialises_once(behaviours: Run) -> None:
+    report = behaviours.report
+    frame = frame_named(report, "with_int", BEHAVIOURS)
+    assert len(frame.cache_entries) == 2
+    (recompile,) = recompiles_of(report, frame)
+    culprit = recompile.failed_guards[0]
+    assert (culprit.kind, culprit.text, culprit.line) == ("EQUALS_MATCH", "n == 2", line_of(BEHAVIOURS, "int-read"))
+
+
+def test_a_global_changed_between_calls_recompiles_per_value(behaviours: Run) -> None:
+    report = behaviours.report
+    frame = frame_named(report, "with_global", BEHAVIOURS)
+    assert len(frame.cache_entries) == 3
+    culprits = [r.failed_guards[0] for r in recompiles_of(report, frame)]
+    assert [(c.text, c.source, c.line) for c in culprits] == [
+        ("SCALE == 2", "G['SCALE']", line_of(BEHAVIOURS, "global-read")),
+        ("SCALE == 3", "G['SCALE']", line_of(BEHAVIOURS, "global-read")),
+    ]
+
+
+def test_graph_breaks_carry_registry_ids_and_user_lines(behaviours: Run) -> None:
+    report = behaviours.report
+    breaks = {(b.gb_id, b.line) for b in report.graph_breaks}
+    assert breaks == {("GB0059", line_of(BEHAVIOURS, "print")), ("GB0124", line_of(BEHAVIOURS, "item"))}
+    for graph_break in report.graph_breaks:
+        assert graph_break.path == str(BEHAVIOURS)
+        assert graph_break.explanation and graph_break.hints and graph_break.count == 1
+        assert graph_break.user_stack[0].line == line_of(BEHAVIOURS, "breaks-call")
+    resumed = [f for f in report.frames if f.is_resume]
+    assert sorted(f.line for f in resumed) == [line_of(BEHAVIOURS, "print"), line_of(BEHAVIOURS, "item")]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Endings: crash, sys.exit, pytest, SIGTERM, SIGKILL
+
+
+def test_a_crashing_script_exits_1_with_its_traceback_and_a_report(runs: dict[str, Future[Run]]) -> None:
+    run = runs["crash"].result()
+    crash = FIXTURES / "crash.py"
+    assert run.returncode == 1
+    assert run.stdout == "before the crash\n"
+    assert run.stderr.rstrip().endswith("ValueError: boom from the user's script")
+    assert f'File "{crash}", line {line_of(crash, "raise")}, in <module>' in run.stderr
+    assert "shim.py" not in run.stderr and "runpy" not in run.stderr
+    report = run.report
+    assert (report.exit_code, report.ended_by) == (1, "exception")
+    assert report.error is not None
+    assert (report.error.type, report.error.path, report.error.line) == (
+        "ValueError",
+        str(crash),
+        line_of(crash, "raise"),
+    )
+    assert [f.name for f in report.frames] == ["double"]
+
+
+def test_sys_exit_keeps_the_scripts_exit_code(runs: dict[str, Future[Run]]) -> None:
+    run = runs["exits"].result()
+    assert (run.returncode, run.stdout) == (3, "exiting with 3\n")
+    assert (run.report.exit_code, run.report.ended_by, run.report.error) == (3, "sys_exit", None)
+    assert [f.name for f in run.report.frames] == ["<lambda>"]
+    assert run.report.argv == ("exits.py",)
+
+
+def test_torch_trace_keeps_dynamos_structured_trace_for_tlparse(runs: dict[str, Future[Run]]) -> None:
+    run = runs["traced"].result()
+    assert run.returncode == 3 and len(run.report.frames) == 1
+    logs = list((run.report_path.parent.parent / "trace").glob("dedicated_log_torch_trace_*.log"))
+    assert len(logs) == 1 and '"dynamo_start"' in logs[0].read_text(encoding="utf-8")
+
+
+def test_pytest_module_run_reports_the_test_lines(runs: dict[str, Future[Run]]) -> None:
+    run = runs["pytest"].result()
+    check = FIXTURES / "pkg" / "check_compiled.py"
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed" in run.stdout
+    report = run.report
+    assert report.argv[:3] == ("-m", "pytest", "check_compiled.py::test_counter_recompiles")
+    assert len(report.recompiles) == 2
+    for recompile in report.recompiles:
+        assert recompile.failed_guards[0].line == line_of(check, "counter")
+        assert recompile.call_site is not None
+        assert (recompile.call_site.path, recompile.call_site.line) == (str(check), line_of(check, "test-call"))
+        assert recompile.call_site.name == "test_counter_recompiles"
+
+
+def _start_hanging(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    report = tmp_path / "hang.json"
+    process = subprocess.Popen(
+        shim_command(report, str(FIXTURES / "hangs.py")),
+        cwd=FIXTURES,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "ready\n"
+    return process, report
+
+
+def test_sigterm_writes_the_report_then_dies_by_the_signal(tmp_path: Path) -> None:
+    process, report_path = _start_hanging(tmp_path)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == -signal.SIGTERM
+    report = load_report(report_path)
+    hangs = FIXTURES / "hangs.py"
+    assert (report.ended_by, report.exit_code, report.complete) == ("signal", -signal.SIGTERM, True)
+    assert [r.failed_guards[0].line for r in report.recompiles] == [line_of(hangs, "counter")] * 2
+    assert report.frames[0].cache_entries[0].fail_count is not None
+
+
+def test_a_killed_run_leaves_an_event_stream_that_rebuilds_a_partial_report(tmp_path: Path) -> None:
+    process, report_path = _start_hanging(tmp_path)
+    time.sleep(0.2)
+    process.kill()
+    process.wait(timeout=30)
+    assert not report_path.exists()
+    report = load_partial_report(report_path)
+    hangs = FIXTURES / "hangs.py"
+    assert (report.complete, report.exit_code, report.ended_by) == (False, None, "unknown")
+    assert [r.failed_guards[0].line for r in report.recompiles] == [line_of(hangs, "counter")] * 2
+    assert [e.guards_from for e in report.frames[0].cache_entries] == ["trace"] * 3
+    assert any("killed" in m for m in report.missing)
+    jsonschema.validate(report.to_json(), SCHEMA)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Resets and missing sources
+
+
+def test_reset_starts_a_new_epoch_with_repeating_compile_ids(runs: dict[str, Future[Run]]) -> None:
+    run = runs["resets"].result()
+    resets = FIXTURES / "resets.py"
+    report = run.report
+    assert report.summary.resets == 1
+    before = frame_named(report, "add_scale", resets, epoch=0)
+    after = frame_named(report, "add_scale", resets, epoch=1)
+    assert [e.compile_id for e in before.cache_entries] == [e.compile_id for e in after.cache_entries] == ["0/0", "0/1"]
+    assert all(e.guards_from == "cache_entry" for e in before.cache_entries + after.cache_entries)
+    by_epoch = {r.reset_epoch: r for r in report.recompiles}
+    assert by_epoch[0].failed_guards[0].text == "scale == 2"
+    assert by_epoch[1].failed_guards[0].text == "scale == 5"
+    assert by_epoch[0].call_site is not None and by_epoch[0].call_site.line == line_of(resets, "before-reset")
+    assert by_epoch[1].call_site is not None and by_epoch[1].call_site.line == line_of(resets, "after-reset")
+    assert {r.failed_guards[0].line for r in report.recompiles} == {line_of(resets, "scale-read")}
+
+
+def test_missing_sources_are_named_and_the_rest_is_still_reported(runs: dict[str, Future[Run]]) -> None:
+    report = runs["disabled"].result().report
+    assert {k for k, ok in report.sources_ok.items() if not ok} == {
+        "cache_entries",
+        "guard_export",
+        "guard_complete_hook",
+    }
+    assert any(m.startswith("cache entries (_debug_get_cache_entry_list): disabled") for m in report.missing)
+    assert any("guard_export_fn" in m for m in report.missing)
+    assert report.summary.cache_misses is None and report.summary.eager_fallback_calls is None
+    entries = [e for f in report.frames for e in f.cache_entries]
+    assert entries and all(e.guards_from == "trace" and e.fail_count is None and e.guards for e in entries)
+    assert len(report.recompiles) == 2 and report.recompiles[0].failed_guards[0].text == "scale == 2"
+
+
+def test_without_the_trace_the_cache_entries_still_give_frames_and_guards(runs: dict[str, Future[Run]]) -> None:
+    report = runs["no-trace"].result().report
+    resets = FIXTURES / "resets.py"
+    assert report.sources_ok["trace"] is False
+    assert any("without the structured trace" in m for m in report.missing)
+    assert report.recompiles == () and report.graph_breaks == ()
+    frame = frame_named(report, "add_scale", resets, epoch=1)
+    assert [e.guards_from for e in frame.cache_entries] == ["cache_entry", "cache_entry"]
+    scale = [(g.kind, g.text, g.line) for e in frame.cache_entries for g in e.guards if g.source == "L['scale']"]
+    read = line_of(resets, "scale-read")
+    assert scale == [("EQUALS_MATCH", "scale == 5", read), ("TYPE_MATCH", "type(scale) is int", read)]

@@ -1,0 +1,171 @@
+"""The shim's text parsers and report builder, on strings torch 2.13 really produced (no torch needed here)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+from dynamo_lens.runtime import shim
+from dynamo_lens.runtime.report import RunReport
+
+SHIM_PATH = Path(shim.__file__)
+
+# Captured from torch 2.13.0 (p01_int_attr_increment.py): one recompile reason, verbatim.
+REASON = (
+    "0/0: self.steps == 0                                          # self.steps += 1             "
+    "# python int: EQUALS_MATCH on self.steps  # mp/r1/p01.py:21 in forward (HINT: torch.compile considers "
+    "integer attributes of the nn.Module to be static. If you are observing recompilation, you might want to make "
+    "this integer dynamic using torch._dynamo.config.allow_unspec_int_on_nn_module = True, or convert this "
+    'integer into a tensor.)\nUser stack trace:\n  File "/tmp/r1/p01.py", line 21, in forward\n'
+    "    self.steps += 1             # python int: EQUALS_MATCH on self.steps"
+)
+
+GUARD_TREE = """
+TREE_GUARD_MANAGER:
++- RootGuardManager
+| +- GLOBAL_STATE: ___check_global_state() against {"grad_mode":true}
+| +- GuardManager: source=L['x'], accessed_by=FrameLocalsGuardAccessor(key='x', framelocals_idx=1), type=<class 'torch.Tensor'>, tag_safe=(False, False)
+| | +- TENSOR_MATCH: check_tensor(L['x'], Tensor, DispatchKeySet(CPU, BackendSelect, ADInplaceOrView, AutogradCPU), torch.float32, device=None, requires_grad=False, size=[4, 8], stride=[8, 1])  # return F.linear(input, self.weight, self.bias)  # nn/modules/linear.py:134 in forward
+| +- GuardManager: source=L['self'], accessed_by=FrameLocalsGuardAccessor(key='self', framelocals_idx=0), type=<class '__main__.M'>, tag_safe=(True, False)
+| | +- TYPE_MATCH: ___check_type_id(L['self'], 94908658714496), type=<class '__main__.M'>  # self.steps += 1  # mp/r1/p01.py:21 in forward (HINT: type M)
+| | +- GuardManager: source=L['self'].steps, accessed_by=GetAttrGuardAccessor(steps), type=<class 'int'>, tag_safe=(True, False)
+| | | +- EQUALS_MATCH: L['self'].steps == 0  # self.steps += 1  # mp/r1/p01.py:21 in forward
+| | +- NO_TENSOR_ALIASING
+| +- TYPE_MATCH: ___check_type_id(L['self'], 94908658714496), type=<class '__main__.M'>  # self.steps += 1  # mp/r1/p01.py:21 in forward (HINT: type M)
+"""  # noqa: E501
+
+GRAPH_BREAK = (
+    "Graph break in user code at /w/p19.py:15\nGraph Break Reason: Data-dependent branching\n"
+    "  Explanation: Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`).\n"
+    "  Hint: Use `torch.cond` to express dynamic control flow.\n\n"
+    "  Developer debug context: attempted to jump with TensorVariable()\n\n"
+    " For more details about this graph break, please visit: "
+    "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html\n\n"
+    'User code traceback:\n  File "/w/p19.py", line 23, in <module>\n    f(x)\n'
+    '  File "/w/p19.py", line 15, in f\n    if y.sum() > 0:\n\n'
+    'Traceback (most recent call last):\n  File "/torch/_dynamo/symbolic_convert.py", line 1, in wrapper\n'
+)
+
+
+def test_verbose_guard_parts_split_code_source_line_location_and_hint() -> None:
+    head = REASON.split("\n", 1)[0].split(": ", 1)[1]
+    parts = shim.split_verbose(head)
+    assert parts["code"] == "self.steps == 0"
+    assert parts["source_line"] == "self.steps += 1             # python int: EQUALS_MATCH on self.steps"
+    assert parts["location"] == {"file": "mp/r1/p01.py", "line": 21, "fn": "forward"}
+    assert parts["hint"].startswith("torch.compile considers integer attributes")
+
+
+def test_recompile_reasons_split_entry_text_and_user_stack() -> None:
+    parsed = shim.split_reason(REASON)
+    assert parsed["entry"] == "0/0"
+    assert parsed["stack"] == [["/tmp/r1/p01.py", 21, "forward"]]
+    assert shim.split_reason("1/0: tensor 'x' size mismatch at index 0. expected 4, actual 5") == {
+        "entry": "1/0",
+        "text": "tensor 'x' size mismatch at index 0. expected 4, actual 5",
+        "stack": [],
+    }
+
+
+def test_recompile_reason_artifact_is_a_raw_string_for_one_reason_and_json_for_several() -> None:
+    assert shim.load_reasons(REASON) == [REASON]
+    assert shim.load_reasons(json.dumps(["0/1: a == 1", "0/0: a == 0"])) == ["0/1: a == 1", "0/0: a == 0"]
+
+
+def test_guard_display_hides_object_ids_and_summarises_tensors() -> None:
+    tensor = (
+        "check_tensor(L['x'], Tensor, DispatchKeySet(CPU, BackendSelect), torch.float32, device=None, "
+        "requires_grad=True, size=[None, 8], stride=[8, 1])"
+    )
+    assert shim.display_guard(tensor) == "x: float32[?, 8] stride [8, 1] requires_grad"
+    assert shim.display_guard("___check_type_id(L['self'], 94908658714496), type=<class '__main__.M'>") == (
+        "type(self) is __main__.M"
+    )
+    assert shim.display_guard("___check_obj_id(L['self'].lin, 139955376852640)") == (
+        "self.lin is <the object seen at compile time>"
+    )
+    assert shim.display_guard("G['SCALE'] == 2") == "SCALE == 2"
+    assert "139955" not in shim.display_guard("___check_current_backend(139955376852640)")
+
+
+def test_guard_tree_text_yields_kind_part_and_source_once_each() -> None:
+    guards = shim.parse_guard_tree(GUARD_TREE)
+    kinds = [(kind, source) for kind, _part, source in guards]
+    assert kinds == [
+        ("GLOBAL_STATE", ""),
+        ("TENSOR_MATCH", "L['x']"),
+        ("TYPE_MATCH", "L['self']"),
+        ("EQUALS_MATCH", "L['self'].steps"),
+    ]
+
+
+def test_graph_break_payload_gives_registry_id_type_hints_and_user_frames() -> None:
+    parsed = shim.parse_graph_break(GRAPH_BREAK, {"Data-dependent branching": "GB0170"})
+    assert parsed["gb_id"] == "GB0170"
+    assert parsed["gb_type"] == "Data-dependent branching"
+    assert parsed["hints"] == ["Use `torch.cond` to express dynamic control flow."]
+    assert parsed["context"] == "attempted to jump with TensorVariable()"
+    assert parsed["stack"] == [["/w/p19.py", 23, "<module>"], ["/w/p19.py", 15, "f"]]
+
+
+def test_user_paths_exclude_torch_installed_packages_and_the_shim() -> None:
+    policy = shim.PathPolicy("/venv/lib/site-packages/torch", "/repo/shim.py", ["/usr/lib/python3.11"])
+    assert policy.is_user("/home/me/train.py")
+    assert not policy.is_user("/venv/lib/site-packages/torch/nn/modules/linear.py")
+    assert not policy.is_user("/venv/lib/site-packages/transformers/models/x.py")
+    assert not policy.is_user("/usr/lib/python3.11/runpy.py")
+    assert not policy.is_user("/repo/shim.py")
+    assert not policy.is_user("<string>")
+
+
+def _events(path: str) -> list[dict[str, object]]:
+    """A minimal event stream for one frame that recompiled once, killed before it ended."""
+    paths = {"torch_dir": "/nonexistent/torch", "shim_file": "/repo/shim.py", "library_dirs": []}
+    call = [[path, 30, "<module>"]]
+    start = {"ev": "start", "epoch": 0, "python": "3.11.7", "argv": ["m.py"], "paths": paths, "sources_ok": {}}
+    tree = [["EQUALS_MATCH", f"L['self'].steps == 0  # self.steps += 1  # {path[1:]}:21 in forward", "L['self'].steps"]]
+    return [
+        start,
+        {"ev": "compile_start", "epoch": 0, "compile_id": "0/0", "frame_id": 0, "name": "forward", "path": path,
+         "line": 17, "call_stack": call},
+        {"ev": "guard_tree", "epoch": 0, "compile_id": "0/0", "guards": tree},
+        {"ev": "metrics", "epoch": 0, "compile_id": "0/0", "guard_count": 1, "entire_frame_compile_time_s": 0.5,
+         "cache_size": 0},
+        {"ev": "recompile_reasons", "epoch": 0, "compile_id": "0/1", "reasons": [
+            f"0/0: self.steps == 0  # self.steps += 1  # {path[1:]}:21 in forward"]},
+        {"ev": "compile_start", "epoch": 0, "compile_id": "0/1", "frame_id": 0, "name": "forward", "path": path,
+         "line": 17, "call_stack": call},
+    ]  # fmt: skip
+
+
+def test_a_killed_stream_rebuilds_into_a_valid_partial_report(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.py")
+    stream = tmp_path / "out.json.events.jsonl"
+    stream.write_text("".join(json.dumps(e) + "\n" for e in _events(path)) + '{"ev": "tor', encoding="utf-8")
+    report = RunReport.from_json(shim.rebuild_report(str(stream)))
+    assert report.complete is False
+    assert report.exit_code is None
+    entries = report.frames[0].cache_entries
+    assert [(e.compile_id, e.status) for e in entries] == [("0/0", "ok"), ("0/1", "failed")]
+    assert entries[0].guards[0].path == path and entries[0].guards[0].line == 21  # mangled path resolved
+    failed = report.recompiles[0].failed_guards[0]
+    assert (failed.kind, failed.text, failed.line, failed.attributed_to) == (
+        "EQUALS_MATCH",
+        "self.steps == 0",
+        21,
+        "guard",
+    )
+    assert any("killed" in m for m in report.missing)
+
+
+def test_the_shim_imports_only_the_standard_library_and_torch() -> None:
+    tree = ast.parse(SHIM_PATH.read_text(encoding="utf-8"))
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported - set(sys.stdlib_module_names) == {"torch"}
