@@ -44,3 +44,34 @@ class TestGroup:
     def helper(self):
         pass
 """
+
+SLEEPER = """\
+import time
+
+import torch
+
+print("sleeping", flush=True)
+time.sleep(120)
+"""
+
+CRASHER = """\
+import torch
+
+
+@torch.compile(backend="eager")
+def double(x):
+    return x * 2
+
+
+double(torch.ones(2))
+raise RuntimeError("boom from the user's script")
+"""
+
+# The same module after the "Keep the counter in a tensor buffer" fix: compiles once.
+FIXED = RECOMPILING.replace(
+    "self.steps = 0", 'self.register_buffer("steps", torch.zeros((), dtype=torch.long))'
+).replace("self.steps += 1", "self.steps.add_(1)")
+
+# RECOMPILING that waits at the start, so that a test can edit or start a second run while it is going.
+SLOW_RECOMPILING = RECOMPILING.replace("import torch\n", "import time\n\nimport torch\n\ntime.sleep(4)\n", 1)
+SLOW_SHIFT = 4  # lines SLOW_RECOMPILING adds above the class

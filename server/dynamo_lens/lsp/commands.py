@@ -145,9 +145,9 @@ def finish(
     diagnostics.set_runtime_findings(server, tracked)
     refresh_views(server)
     server.protocol.notify(RUN_FINISHED, summary)
-    if outcome.error:
-        server.log(f"dynamo-lens: run of {request.path}: {outcome.error}", types.MessageType.Warning)
-        server.show(f"Dynamo Lens: {outcome.error}", types.MessageType.Warning)
+    if summary["error"]:
+        server.log(f"dynamo-lens: run of {request.path}: {summary['error']}", types.MessageType.Warning)
+        server.show(f"Dynamo Lens: {Path(request.path).name}: {summary['error']}", types.MessageType.Warning)
     return summary
 
 

@@ -96,8 +96,21 @@ def summarise(outcome: RunOutcome, uri: str) -> dict[str, Any]:
         "limitHits": summary.limit_hits if summary else 0,
         "cancelled": outcome.cancelled,
         "timedOut": outcome.timed_out,
-        "error": outcome.error,
+        "error": run_problem(outcome),
     }
+
+
+def run_problem(outcome: RunOutcome) -> str | None:
+    """What went wrong, for people: the runner's explanation, else the script's own exception or exit code."""
+    if outcome.error:
+        return outcome.error
+    error = outcome.report.error if outcome.report is not None else None
+    if error is not None:
+        where = f" at {error.path}:{error.line}" if error.path and error.line else ""
+        return f"the script raised {error.type}: {error.message}{where}"
+    if outcome.exit_code:
+        return f"the script exited with code {outcome.exit_code}"
+    return None
 
 
 def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
