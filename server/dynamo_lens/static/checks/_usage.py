@@ -287,6 +287,8 @@ def reach_of(table: Usage, at: NodeAt, receiver: ast.expr) -> ModuleReach | None
         return None
     handle = table.handle(key, root)
     if handle is not None and handle.module:
+        if handle.site.form == "method" and _torch_nn_class(table, key, handle, at):
+            return None  # measured: `nn.Sequential(...).compile()` leaves the module's calls to eager code
         if steps:
             return ModuleReach(frozenset({handle.site}), True)
         return ModuleReach(frozenset({handle.site}), _traced_whole(table, key, handle, at))
@@ -308,8 +310,11 @@ def reach_of(table: Usage, at: NodeAt, receiver: ast.expr) -> ModuleReach | None
 def _traced_whole(table: Usage, scope: str, handle: Handle, at: NodeAt) -> bool:
     """``torch.compile(m)`` of a ``torch.nn`` module traces ``m.__call__`` with its hooks (``wrap_inline``); for a
     workspace class, or ``m.compile()``, the hooks of ``m`` itself run outside the compiled frame."""
-    if handle.site.form == "method":
-        return False
+    return handle.site.form != "method" and _torch_nn_class(table, scope, handle, at)
+
+
+def _torch_nn_class(table: Usage, scope: str, handle: Handle, at: NodeAt) -> bool:
+    """The compiled module is an instance of a ``torch.nn`` class (``nn.Sequential``, ``nn.Linear``)."""
     ref = handle.site.target.ref
     if ref is None:
         ref = table.class_ref(scope, handle.name, position(at.node))
