@@ -9,12 +9,17 @@ or on a module that a compiled function calls, after the compiled code has alrea
 Dynamo does not guard hook dictionaries that were empty when it compiled
 (`torch._dynamo.config.skip_nnmodule_hook_guards = True`, documented as unsafe). A hook added afterwards to a
 module whose call was traced into the graph is never seen: no recompile, the hook does not run, and the output
-silently differs from eager. Measured on torch 2.13 (`backend="eager"`): a forward hook, a forward pre-hook and a
-full backward hook added to a submodule after the first call fired **0 times** over the next calls and their effect
-on the output was missing; a hook added to a module called inside a compiled function likewise. Hooks registered
-before the first call fired on every call. Adding a hook to the top-level module that `torch.compile(model)` wraps
-was noticed (one recompile, the hook ran), and so was adding a second hook to a module that already had one: those
-cases are not reported.
+silently differs from eager. Measured on torch 2.13 (`backend="eager"`, a hook counting its calls in a tensor):
+
+* forward hook, forward pre-hook and full backward hook added to a *submodule* after the first call: 0 firings
+  over the next calls (eager: one per call), with `torch.compile(model)` and with `model.compile()`;
+* a hook on a module that a compiled function calls: 0 firings (eager 5);
+* a hook on the top-level module of `torch.compile(nn.Sequential(...))`: 0 firings: for `torch.nn` classes
+  `torch.compile` traces the module's own `__call__`, hooks included;
+* not reported, because they behaved like eager: hooks registered before the first call; a hook on the top-level
+  module of a *workspace* class compiled with `torch.compile(model)` or `model.compile()` (its own hooks run
+  outside the compiled frame); adding a second hook to a module that already had one (the non-empty dict is
+  guarded: one recompile); `nn.Sequential(...).compile()`, whose calls were not compiled at all.
 
 ## Example
 ```python

@@ -2,19 +2,22 @@
 
 ## What it does
 Flags `torch.nn.modules.module.register_module_forward_pre_hook`, `register_module_forward_hook`,
-`register_module_full_backward_hook` and `register_module_full_backward_pre_hook` (hooks on *every* module) in a
-file that compiles a module or function.
+`register_module_full_backward_hook` and `register_module_full_backward_pre_hook` (hooks on *every* module) when
+compiled calls will fire them differently from eager: the workspace wraps a module with `torch.compile(module)`, or
+the hook is installed after compiled code already ran (same function).
 
 ## Why it matters
-A global hook runs for each module call. Under `torch.compile` the set of module calls is not the same as in eager
-mode. Measured on torch 2.13 (`backend="eager"`, a hook that doubles each output, model = a wrapper around one
-`Linear`):
+A global hook runs for each module call, but compiled code does not make the same module calls as eager code.
+Measured on torch 2.13 (`backend="eager"`, a hook that counts calls in a tensor, 6 calls):
 
-* registered before compiling: eager fired for `Linear` and the wrapper; a compiled call fired for `Linear`, the
-  wrapper **and** the `OptimizedModule` returned by `torch.compile`, so the output was doubled three times instead of
-  twice: a different result from eager, with no warning. A pre-hook behaved the same way.
-* registered after the first compiled call: the hook no longer fired for the inner `Linear` (its call is inside the
-  compiled graph) but still fired for the wrapper and the `OptimizedModule`.
+* `torch.compile(nn.Sequential(nn.Linear(...), nn.ReLU()))` with the hook installed first: eager fired 18 times;
+  compiled calls fired 24 times in a fresh process (also for the `OptimizedModule` wrapper; torch itself warns
+  "this will cause the hooks to fire an extra time for the OptimizedModule") and 6 times after other compiled
+  scripts had run in the same process. With a hook that changes outputs, the results differed from eager.
+* installed after a compiled function already ran: the `Linear` called inside the compiled graph never reached the
+  hook (0 firings where eager fired 5).
+* installed before a compiled *function* first ran: the hook was traced into the graph and fired exactly as in eager
+  (6 and 6): this case is not reported.
 
 ## Example
 ```python
@@ -29,8 +32,10 @@ Register hooks on the specific modules you want to observe, before compiling (se
 pass on the uncompiled model.
 
 ## Known limitations
-Any global hook in a file that compiles is reported, whatever the hook does; a hook that only logs is harmless for
-results but still fires a different number of times.
+The hook is reported whatever it does; a hook that only logs is harmless for results but still fires a different
+number of times. "After compiled code ran" is decided by statement order within one function; the module-wrapper
+case looks at every compile site of the workspace. `module.compile()` (no wrapper) was not measured and is not
+reported on its own.
 
 ## Fix safety
 No automatic fix.
