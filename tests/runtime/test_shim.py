@@ -143,6 +143,9 @@ def test_the_script_runs_as_python_would_and_the_report_is_valid(behaviours: Run
     assert behaviours.stdout.splitlines() == [
         "graph break ahead",
         "graph break ahead",
+        "graph break ahead",
+        "in loop",
+        "in loop",
         "foreign modules: []",
         "argv: ['first', '--second']",
         f"main: __main__ path0: {FIXTURES}",
@@ -280,16 +283,36 @@ def test_a_global_changed_between_calls_recompiles_per_value(behaviours: Run) ->
     ]
 
 
-def test_graph_breaks_carry_registry_ids_and_user_lines(behaviours: Run) -> None:
+def test_graph_breaks_carry_registry_ids_and_user_lines_once_per_line(behaviours: Run) -> None:
     report = behaviours.report
-    breaks = {(b.gb_id, b.line) for b in report.graph_breaks}
-    assert breaks == {("GB0059", line_of(BEHAVIOURS, "print")), ("GB0124", line_of(BEHAVIOURS, "item"))}
-    for graph_break in report.graph_breaks:
+    by_line = {b.line: b for b in report.graph_breaks}
+    assert {line: b.gb_id for line, b in by_line.items()} == {
+        line_of(BEHAVIOURS, "print"): "GB0059",
+        line_of(BEHAVIOURS, "item"): "GB0124",
+        line_of(BEHAVIOURS, "loop-print"): "GB0059",
+    }
+    for marker in ("print", "item"):
+        graph_break = by_line[line_of(BEHAVIOURS, marker)]
         assert graph_break.path == str(BEHAVIOURS)
-        assert graph_break.explanation and graph_break.hints and graph_break.count == 1
+        assert graph_break.explanation and graph_break.hints
         assert graph_break.user_stack[0].line == line_of(BEHAVIOURS, "breaks-call")
+    # The new shape recompiles `with_breaks`, which traces the print again: one entry, counted twice.
+    printed = by_line[line_of(BEHAVIOURS, "print")]
+    frame = frame_named(report, "with_breaks", BEHAVIOURS)
+    assert printed.count == 2
+    assert printed.compile_ids == tuple(e.compile_id for e in frame.cache_entries)
     resumed = [f for f in report.frames if f.is_resume]
     assert sorted(f.line for f in resumed) == [line_of(BEHAVIOURS, "print"), line_of(BEHAVIOURS, "item")]
+
+
+def test_frames_dynamo_skipped_are_marked_skipped(behaviours: Run) -> None:
+    report = behaviours.report
+    nothing = frame_named(report, "nothing_to_compile", BEHAVIOURS)
+    in_loop = frame_named(report, "break_in_loop", BEHAVIOURS)
+    assert [(e.status, e.guards) for e in nothing.cache_entries] == [("skipped", ())]
+    assert [(e.status, e.fail_type) for e in in_loop.cache_entries] == [("skipped", "Unsupported")]
+    assert nothing.skipped and in_loop.skipped
+    assert report.summary.skipped_frames == 2
 
 
 # --------------------------------------------------------------------------------------------------------------------

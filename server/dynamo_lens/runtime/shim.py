@@ -111,6 +111,10 @@ _METRIC_FIELDS = (
     "has_guarded_code",
 )
 
+# Compile "failures" after which Dynamo simply runs the frame eagerly (a graph break it cannot resume from, e.g.
+# inside a loop): the frame is skipped, not broken.
+_SKIPPING_FAILURES = frozenset({"Unsupported", "SkipFrame"})
+
 Event = dict[str, Any]
 Loc = list[Any]  # [path, line, name]: compact stack frame inside events
 
@@ -532,6 +536,8 @@ class ReportBuilder:
         fail_type, fail_reason = metrics.get("fail_type"), metrics.get("fail_reason")
         if fail_type == "FailOnRecompileLimitHit" or "recompile limit" in str(fail_reason or "").lower():
             return "recompile_limit", fail_type, fail_reason
+        if fail_type in _SKIPPING_FAILURES:
+            return "skipped", fail_type, fail_reason
         if fail_type:
             return "failed", fail_type, fail_reason
         if metrics.get("guard_count") is None:
