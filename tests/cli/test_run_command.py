@@ -96,10 +96,11 @@ def test_example_prints_output_table_culprits_and_report(
         "    recompile culprit: `self.steps == 7` (EQUALS_MATCH), guard installed at examples/recompiling_counter.py:26"
         in lines
     )
-    assert any(
-        line.startswith("examples/recompiling_counter.py:26:9: DL501 recompiled 8\N{MULTIPLICATION SIGN}: `self.steps")
-        for line in lines
+    recompiled = next(line for line in lines if line.startswith("examples/recompiling_counter.py:26:9: DL501"))
+    assert recompiled.startswith(
+        "examples/recompiling_counter.py:26:9: DL501 recompiled 8\N{MULTIPLICATION SIGN}: `self.steps == 7` failed"
     )
+    assert recompiled.endswith("(confirmed: 8 recompiles, as DL101 predicted)")  # the static scan agrees
     assert any(line.startswith("examples/recompiling_counter.py:26:9: DL502 recompile_limit (8) hit") for line in lines)
     assert any(line.startswith("examples/recompiling_counter.py:28:9: DL503 graph break (GB0124)") for line in lines)
     assert lines[-1] == f"report: {report}"
@@ -143,11 +144,13 @@ def test_budgets_that_hold_keep_exit_0_and_sarif_is_valid_json(
         )
     )
     monkeypatch.chdir(tmp_path)
-    code = main(["run", "--format", "sarif", "--max-recompiles", "0", "--max-graph-breaks", "0", "steady.py"])
-    assert code == 0
+    argv = ["run", "--format", "sarif", "--max-recompiles", "0", "--max-graph-breaks", "0", "--torch-trace", "trace"]
+    assert main([*argv, "steady.py"]) == 0
     sarif = json.loads(capfd.readouterr().out)
     assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"] == []
     assert (tmp_path / ".dynamo-lens" / "last-run.json").is_file()  # the documented default report path
+    (trace,) = (tmp_path / "trace").glob("dedicated_log_torch_trace_*.log")  # for tlparse
+    assert '"dynamo_start"' in trace.read_text()
 
 
 @pytest.mark.slow
@@ -189,3 +192,34 @@ def test_a_failing_script_keeps_its_exit_code_over_a_budget(
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--python", sys.executable, "--max-recompiles", "0", "crash.py"]) == 3
     assert "(exit 3, torch 2.13.0" in capfd.readouterr().out
+
+
+@pytest.mark.slow
+def test_suppressions_and_settings_hide_runtime_findings_but_budgets_count_what_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.dynamo-lens]\nignore = ["DL501"]\n')
+    (tmp_path / "known.py").write_text(
+        textwrap.dedent(
+            """\
+            import torch
+
+
+            @torch.compile(backend="eager")
+            def f(x):
+                s = x.sum().item()  # dynamo-lens: ignore[DL503]
+                return x + s
+
+
+            for _ in range(3):
+                f(torch.randn(4))
+            """
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--format", "json", "--max-graph-breaks", "0", "known.py"]) == 1
+    captured = capfd.readouterr()
+    assert json.loads(captured.out)["findings"] == []
+    assert "budget exceeded: 1 graph breaks > --max-graph-breaks 0" in captured.err
+    report = json.loads((tmp_path / ".dynamo-lens" / "last-run.json").read_text())
+    assert sorted((f["code"], f["line"]) for f in report["findings"]) == [("DL501", 7), ("DL503", 6)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -346,6 +347,14 @@ def test_runtime_finding_confirms_a_static_one_on_the_same_line(counter_file: st
     assert by_code["DL501"].data["confirms"] == ["DL101"]
 
 
+def test_a_confirmed_runtime_finding_gains_the_static_compile_site(counter_file: str) -> None:
+    runtime = findings_from_report(_counter_report(counter_file))
+    site = Related(Span(counter_file, 15, 9, 15, 22), "compiled here")
+    static = replace(_static("DL101", counter_file, COUNTER_STEPS), related=(site,))
+    recompiled = next(f for f in merge_findings([static], runtime) if f.code == "DL501")
+    assert recompiled.related[-1] == site and len(recompiled.related) == 3
+
+
 def test_static_finding_elsewhere_or_of_another_family_is_not_confirmed(counter_file: str) -> None:
     runtime = findings_from_report(_counter_report(counter_file))
     other_line = _static("DL101", counter_file, COUNTER_DEF + 3)
@@ -422,7 +431,7 @@ def test_real_guard_inside_linear_is_attributed_to_the_users_calling_line(tmp_pa
     # to the user's line `self.lin(x)`, and its failure (a size change, which carries no line) to the user's call.
     (finding,) = report.findings
     assert (finding.code, finding.span.line, finding.data["attributed_to"]) == ("DL501", 15, "call")
-    assert finding.message.endswith("entry 0/1 vs 0/0: `x` size[0] 4 → dynamic; newly guarded: `2 <= x.size()[0]`")
+    assert finding.message.endswith("entry 0/1 vs 0/0: `x` size[0] 4 → dynamic")
     def_line, guarded = finding.related
     assert def_line.span.line == 9
     assert (guarded.span.line, guarded.span.column) == (10, 25)

@@ -16,17 +16,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from dynamo_lens.config import load_settings
 from dynamo_lens.model import Finding
 from dynamo_lens.output.json_document import render_json
 from dynamo_lens.output.paths import display_path
 from dynamo_lens.output.sarif import render_sarif
-from dynamo_lens.runtime.attribution import FrameStats, frame_stats
+from dynamo_lens.runtime.attribution import FrameStats, frame_stats, merge_findings
 from dynamo_lens.runtime.guard_diff import readable_guard_text
 from dynamo_lens.runtime.report import RunReport
 from dynamo_lens.runtime.runner import RunOutcome, Target, passthrough, run
+from dynamo_lens.scan import scan
+from dynamo_lens.suppression import find_suppressions, unsuppressed
 
 DEFAULT_REPORT = Path(".dynamo-lens") / "last-run.json"
 EXIT_BUDGET = 1
@@ -129,13 +133,13 @@ def handle(args: argparse.Namespace) -> int:
         on_stdout=passthrough(sys.stderr if machine else sys.stdout),
         on_stderr=passthrough(sys.stderr),
     )
-    findings = list(outcome.report.findings) if outcome.report is not None else []
+    findings = shown_findings(outcome.report) if outcome.report is not None else []
     budget = budget_problems(outcome.report, args.max_recompiles, args.max_graph_breaks)
     if machine:
         sys.stdout.write(_document(findings, args.format))
     else:
         sys.stdout.flush()
-        print(render_text(outcome, target, budget, torch_trace=args.torch_trace))
+        print(render_text(outcome, target, findings, budget, torch_trace=args.torch_trace))
     if machine:
         for line in [*budget, *([outcome.error] if outcome.error else [])]:
             print(f"dynamo-lens: {line}", file=sys.stderr)
@@ -167,6 +171,30 @@ def budget_problems(report: RunReport | None, max_recompiles: int | None, max_gr
     return problems
 
 
+def shown_findings(report: RunReport) -> list[Finding]:
+    """The run's findings as the user configured them (``[tool.dynamo-lens]`` select/ignore/severity, suppression
+    comments), each confirmed against the static scan of the files the run touched where they agree."""
+    loaded = load_settings(Path.cwd())
+    files = sorted({f.span.path for f in report.findings} | {f.path for f in report.frames})
+    files = [path for path in files if Path(path).is_file() and not _is_installed(path)]
+    static = scan(files, loaded.settings, None).findings if files else ()
+    merged = merge_findings(static, report.findings)
+    suppressions = {path: find_suppressions(_read(path)) for path in files}
+    runtime = [f for f in merged if f.source == "runtime" and loaded.settings.is_enabled(f.code)]
+    return [replace(f, severity=loaded.settings.severity_of(f)) for f in unsuppressed(runtime, suppressions)]
+
+
+def _is_installed(path: str) -> bool:
+    return any(part in ("site-packages", "dist-packages") for part in Path(path).parts)
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def _document(findings: list[Finding], fmt: str) -> str:
     """The same documents as ``check --format json|sarif`` (one writer for both commands)."""
     if fmt == "json":
@@ -178,7 +206,14 @@ def _document(findings: list[Finding], fmt: str) -> str:
 # Text
 
 
-def render_text(outcome: RunOutcome, target: Target, budget: list[str], *, torch_trace: Path | None = None) -> str:
+def render_text(
+    outcome: RunOutcome,
+    target: Target,
+    findings: list[Finding],
+    budget: list[str],
+    *,
+    torch_trace: Path | None = None,
+) -> str:
     """The summary printed after the script's own output."""
     lines = ["", _headline(outcome, target)]
     report = outcome.report
@@ -188,9 +223,9 @@ def render_text(outcome: RunOutcome, target: Target, budget: list[str], *, torch
         skipped = sum(1 for f in report.frames if f.skipped)
         if skipped:
             lines.append(f"{skipped} frame{'s' if skipped != 1 else ''} skipped by Dynamo (nothing to compile)")
-        if report.findings:
+        if findings:
             lines.append("")
-            lines += [_finding_line(f) for f in report.findings]
+            lines += [_finding_line(f) for f in findings]
         if not report.complete:
             lines.append("the report is partial: the run was stopped before the shim could finish it")
     if outcome.error:

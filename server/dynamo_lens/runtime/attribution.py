@@ -389,8 +389,8 @@ def _graph_break(gb: GraphBreak, frame: Frame | None, span: Span, lines: _Source
 def merge_findings(static: Iterable[Finding], runtime: Iterable[Finding]) -> list[Finding]:
     """Static and runtime findings together; where a runtime finding lands on a compatible static finding (same
     file, and the same line or a line the other names as related), both are kept and both say so:
-    the static one gains ``data["confirmed"]`` ("8 recompiles"), the runtime one ``data["confirms"]`` and a
-    "confirms DL101" note in its message."""
+    the static one gains ``data["confirmed"]`` ("8 recompiles"), the runtime one ``data["confirms"]``, a
+    "(confirmed: ..., as DL101 predicted)" note in its message and the static finding's compile site as related."""
     static_list = list(static)
     confirmed: dict[int, list[str]] = {}
     merged: list[Finding] = []
@@ -403,10 +403,12 @@ def merge_findings(static: Iterable[Finding], runtime: Iterable[Finding]) -> lis
         evidence = _evidence(finding)
         for index in matches:
             confirmed.setdefault(index, []).append(evidence)
+        sites = [r for i in matches for r in static_list[i].related if r.message.startswith("compiled here")]
         merged.append(
             replace(
                 finding,
                 message=f"{finding.message} (confirmed: {evidence}, as {', '.join(codes)} predicted)",
+                related=tuple(dict.fromkeys([*finding.related, *sites])),
                 data={**finding.data, "confirms": codes},
             )
         )

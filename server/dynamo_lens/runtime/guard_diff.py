@@ -45,6 +45,7 @@ _READABLE_TENSOR = re.compile(
     r"(?P<grad>\s+requires_grad\b)?"
 )
 _BUILTINS_DICT = re.compile(r"__builtins_dict___\d+")
+_SHAPE_OF = re.compile(r"(?P<name>[A-Za-z_][\w.]*?)(?:\._base)?\.(?:size|stride|storage_offset)\(\)")
 _COMMENT = re.compile(r"\s+#\s")
 _COMPARISON = re.compile(r"^(?P<lhs>.+?)\s*(?P<op>==|!=|<=|>=|<|>| is not | is )\s*(?P<rhs>.+)$")
 
@@ -180,8 +181,9 @@ GLOBAL_STATE_KEY = "(global state)"
 
 
 def _source_key(guard: Guard) -> str:
-    """The readable source; a source-less guard is keyed by its tensor name, or by its own text (a lambda guard
-    such as ``not math.isnan(x)``), or, for Dynamo's ambient checks, :data:`GLOBAL_STATE_KEY`."""
+    """The readable source; a source-less guard is keyed by the tensor it checks (``x`` for ``2 <= x.size()[0]``),
+    or by its own text (a lambda guard such as ``not math.isnan(x)``), or, for Dynamo's ambient checks,
+    :data:`GLOBAL_STATE_KEY`."""
     if guard.source:
         source = readable_source(guard.source)
         if source not in ("", "L", "G"):
@@ -191,7 +193,9 @@ def _source_key(guard: Guard) -> str:
         return facts.name
     if guard.kind in NOISE_KINDS:
         return GLOBAL_STATE_KEY
-    return readable_guard_text(guard.text)
+    text = readable_guard_text(guard.text)
+    shape = _SHAPE_OF.search(text)  # symbolic-shape guards: `2 <= x.size()[0]` belongs with `x`
+    return shape.group("name") if shape is not None else text
 
 
 def diff_entries(older: CacheEntry, newer: CacheEntry) -> EntryDiff:
