@@ -6,23 +6,35 @@ link time, across files. There a candidate becomes a finding at the rule's sever
 chose, e.g. for bounded costs) when a compile site reaches its function, a hint when its function is only reachable
 from the ``forward`` of an ``nn.Module`` that the workspace never compiles, and nothing otherwise: a ``print`` in a
 plain script is no hazard.
+
+Cost: no second walk of the tree. A :class:`FunctionBody` is made of the statements and calls the framework already
+recorded per scope; expressions are walked only inside statements whose source lines mention what a check looks
+for (a name, ``if``, ``and``).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.rules import get_rule
-from dynamo_lens.static.checks._python_values import TensorInference, body_nodes, local_names
+from dynamo_lens.static.checks._python_values import IS_COMPILING, TensorInference
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.summary import Candidate
 
 if TYPE_CHECKING:
     from dynamo_lens.static.index import WorkspaceIndex
+
+BODY_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+COMPOUND: tuple[type[ast.stmt], ...] = (
+    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+    *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,59 +50,188 @@ class InsideCompiledCandidate(Candidate):
 
 @dataclass(slots=True, eq=False)
 class FunctionBody:
-    """One ``def`` of the file and the nodes Dynamo traces in it (nested ``def``s excluded)."""
+    """One ``def`` of the file: the statements and calls Dynamo traces in it, nested ``def`` bodies excluded (their
+    ``def`` statement itself is included), and the eager-only branch of ``if torch.compiler.is_compiling():``
+    dropped (Dynamo folds the test to a constant)."""
 
     node: ast.FunctionDef | ast.AsyncFunctionDef
     qualname: str
     parent: FunctionBody | None
     """The enclosing function, for a nested ``def``."""
-    nodes: list[ast.AST]
+    params: frozenset[str]
+    statements: list[ast.stmt] = field(default_factory=list)
+    calls: list[ast.Call] = field(default_factory=list)
+    _lines: list[str] = field(default_factory=list, repr=False)
     _locals: set[str] | None = field(default=None, repr=False)
     _tensors: TensorInference | None = field(default=None, repr=False)
 
     def locals(self) -> set[str]:
+        """Parameters and names the function binds, minus its ``global``/``nonlocal`` declarations."""
         if self._locals is None:
-            self._locals = local_names(self.node, self.nodes)
+            names = set(self.params)
+            declared: set[str] = set()
+            for statement in self.statements:
+                if isinstance(statement, (ast.Global, ast.Nonlocal)):
+                    declared.update(statement.names)
+                else:
+                    names.update(bound_names(statement))
+            self._locals = names - declared
         return self._locals
 
     def tensors(self, ctx: FileContext) -> TensorInference:
         if self._tensors is None:
-            self._tensors = TensorInference(self.node, self.nodes, ctx.resolve)
+            self._tensors = TensorInference(self.node, self.statements, ctx.resolve)
         return self._tensors
+
+    def declares(self, kind: type[ast.Global | ast.Nonlocal], name: str) -> bool:
+        return any(isinstance(s, kind) and name in s.names for s in self.statements)
+
+    def expressions(self, mentions: Callable[[str], bool], skip: tuple[type[ast.stmt], ...] = ()) -> Iterator[ast.AST]:
+        """Every expression node of the statements (except docstrings and ``skip`` types) with a source line for
+        which ``mentions(line)`` is true: a cheap text test decides which statements are worth walking."""
+        lines = self._lines
+        for statement in self.statements:
+            if (skip and isinstance(statement, skip)) or (
+                isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+            ):
+                continue
+            first = statement.lineno
+            last = _header_end(statement) if isinstance(statement, COMPOUND) else statement.end_lineno or first
+            if any(mentions(lines[i]) for i in range(first - 1, min(last, len(lines)))):
+                for expression in own_expressions(statement):
+                    yield from ast.walk(expression)
+
+    def name_loads(self, names: Collection[str]) -> list[ast.Name]:
+        """Reads of ``names`` in source order, including the target of ``name += ...`` (read, then written)."""
+        if not names:
+            return []
+        pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
+        found: list[ast.Name] = []
+        for node in self.expressions(lambda line: pattern.search(line) is not None):
+            if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
+                found.append(node)
+        for statement in self.statements:
+            target = statement.target if isinstance(statement, ast.AugAssign) else None
+            if isinstance(target, ast.Name) and target.id in names:
+                found.append(target)
+        found.sort(key=lambda n: (n.lineno, n.col_offset))
+        return found
+
+
+def own_expressions(statement: ast.stmt) -> Iterator[ast.AST]:
+    """The expressions a statement evaluates itself, without the statements nested in its bodies."""
+    for name, value in ast.iter_fields(statement):
+        if name in BODY_FIELDS:
+            continue
+        if isinstance(value, ast.AST):
+            yield value
+        elif isinstance(value, list):
+            yield from (v for v in value if isinstance(v, ast.AST) and not isinstance(v, ast.stmt))
+
+
+def bound_names(statement: ast.stmt) -> Iterator[str]:
+    """Names a statement binds in its own scope (assignment and loop targets, ``with ... as``, imports, ``def``)."""
+    targets: list[ast.AST] = []
+    if isinstance(statement, ast.Assign):
+        targets = list(statement.targets)
+    elif isinstance(statement, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        targets = [statement.target]
+    elif isinstance(statement, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in statement.items if item.optional_vars is not None]
+    elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield statement.name
+    elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+        yield from ((a.asname or a.name).partition(".")[0] for a in statement.names)
+    elif isinstance(statement, ast.Try):
+        yield from (h.name for h in statement.handlers if h.name)
+    for target in targets:
+        yield from target_names(target)
+
+
+def target_names(target: ast.AST) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from target_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from target_names(target.value)
+
+
+def _header_end(statement: ast.stmt) -> int:
+    """Last line of a compound statement's header (before its first nested statement)."""
+    bodies = [getattr(statement, f, None) for f in ("body",)]
+    first = next((b[0] for b in bodies if isinstance(b, list) and b), None)
+    return max(statement.lineno, (first.lineno - 1) if isinstance(first, ast.stmt) else statement.lineno)
 
 
 _last: tuple[FileContext, list[FunctionBody]] | None = None
 
 
 def function_bodies(ctx: FileContext) -> list[FunctionBody]:
-    """Every function of the file, walked once per file however many checks ask (the last file is remembered)."""
+    """Every function of the file, assembled once per file however many checks ask (the last file is remembered)."""
     global _last
     if _last is not None and _last[0] is ctx:
         return _last[1]
+    lines = ctx.text.splitlines() or [""]
     bodies: dict[int, FunctionBody] = {}
     for at in ctx.nodes(ast.FunctionDef, ast.AsyncFunctionDef):
         node = at.node
-        assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         qualname = f"{at.scope.qualname}.{node.name}" if at.scope.qualname else node.name
         enclosing = at.scope.function
         parent = bodies.get(id(enclosing.node)) if enclosing is not None else None
-        bodies[id(node)] = FunctionBody(node, qualname, parent, list(body_nodes(node, ctx.resolve)))
+        args = node.args
+        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        bodies[id(node)] = FunctionBody(node, qualname, parent, frozenset(params), _lines=lines)
+    for kind, found in ctx.by_type.items():
+        if not (issubclass(kind, ast.stmt) or kind is ast.Call):
+            continue
+        for at in found:
+            function = at.scope.function
+            body = bodies.get(id(function.node)) if function is not None else None
+            if body is None:
+                continue
+            if kind is ast.Call:
+                body.calls.append(at.node)  # type: ignore[arg-type]
+            else:
+                body.statements.append(at.node)  # type: ignore[arg-type]
     result = list(bodies.values())
+    for body in result:
+        body.statements.sort(key=lambda s: (s.lineno, s.col_offset))
+        _drop_eager_only(body, ctx)
     _last = (ctx, result)
     return result
 
 
-def name_loads(body: FunctionBody) -> Iterator[ast.Name]:
-    """Names the function reads, including the target of ``name += ...`` (read, then written)."""
-    for node in body.nodes:
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            yield node
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            yield node.target
+def _drop_eager_only(body: FunctionBody, ctx: FileContext) -> None:
+    ranges: list[tuple[int, int]] = []
+    for statement in body.statements:
+        if isinstance(statement, ast.If):
+            branch = _eager_only_branch(statement, ctx)
+            if branch:
+                ranges.append((branch[0].lineno, branch[-1].end_lineno or branch[-1].lineno))
+    if not ranges:
+        return
+
+    def traced(node: ast.stmt | ast.Call) -> bool:
+        return not any(start <= node.lineno <= end for start, end in ranges)
+
+    body.statements = [s for s in body.statements if traced(s)]
+    body.calls = [c for c in body.calls if traced(c)]
 
 
-def sorted_by_position(nodes: Iterable[ast.Name]) -> list[ast.Name]:
-    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))
+def _eager_only_branch(node: ast.If, ctx: FileContext) -> list[ast.stmt] | None:
+    test = node.test
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    if isinstance(test, ast.UnaryOp) and negated:
+        test = test.operand
+    func = test.func if isinstance(test, ast.Call) else None
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if func is not None and last == "is_compiling" and ctx.resolve(func) in IS_COMPILING:
+        return node.body if negated else node.orelse
+    return None
 
 
 def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:

@@ -9,7 +9,7 @@ nodes; names are resolved through a ``resolve`` callable (``FileContext.resolve`
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Literal
 
 Resolve = Callable[[ast.AST], "str | None"]
@@ -17,7 +17,6 @@ Resolve = Callable[[ast.AST], "str | None"]
 
 ValueKind = Literal["int", "float", "bool", "str", "none", "tensor", "list", "tuple", "unknown"]
 
-SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 IS_COMPILING = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling"})
 
 # Tensor methods whose result is again a tensor (so a branch on it is data-dependent).
@@ -54,88 +53,55 @@ PYTHON_CONVERSIONS: dict[str, ValueKind] = {
 }
 
 
-def body_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve) -> Iterator[ast.AST]:
-    """Every node Dynamo traces when it runs ``function``, in source order.
-
-    Nested ``def``/``class`` bodies are separate scopes and are not entered (their decorators and defaults are).
-    The branch of ``if torch.compiler.is_compiling():`` that runs only in eager mode is skipped: Dynamo evaluates
-    the call to a constant while tracing."""
-    for statement in function.body:
-        yield from _walk(statement, resolve)
-
-
-def _walk(node: ast.AST, resolve: Resolve) -> Iterator[ast.AST]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        if isinstance(current, SCOPE_NODES):
-            children: list[ast.AST] = [*current.decorator_list]
-            if not isinstance(current, ast.ClassDef):
-                children += [*current.args.defaults, *(d for d in current.args.kw_defaults if d is not None)]
-        elif isinstance(current, ast.If) and (eager_only := _eager_only_branch(current, resolve)) is not None:
-            children = [current.test, *(current.orelse if eager_only is current.body else current.body)]
-        else:
-            children = list(ast.iter_child_nodes(current))
-        stack.extend(reversed(children))
-
-
-def _eager_only_branch(node: ast.If, resolve: Resolve) -> list[ast.stmt] | None:
-    test = node.test
-    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-    if negated:
-        test = test.operand  # type: ignore[attr-defined]
-    if isinstance(test, ast.Call) and resolve(test.func) in IS_COMPILING:
-        return node.body if negated else node.orelse
-    return None
-
-
-def local_names(function: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Iterable[ast.AST]) -> set[str]:
-    """Names local to ``function``: parameters and names it binds, minus ``global``/``nonlocal`` declarations."""
-    args = function.args
-    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-    names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-    declared: set[str] = set()
-    for node in nodes:
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            declared.update(node.names)
-        elif isinstance(node, SCOPE_NODES) and node is not function:
-            names.add(node.name)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).partition(".")[0])
-    return names - declared
-
-
 class TensorInference:
     """Which expressions of one function are tensors: ``torch.*`` calls, tensor methods, arguments annotated
-    ``torch.Tensor``, arithmetic/comparisons/subscripts of tensors, and local names only ever assigned tensors."""
+    ``torch.Tensor``, arithmetic/comparisons/subscripts of tensors, and local names only ever assigned tensors
+    (decided lazily, name by name, when a check asks)."""
 
-    def __init__(self, function: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], resolve: Resolve):
+    def __init__(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, statements: Sequence[ast.stmt], resolve: Resolve
+    ) -> None:
         self.resolve = resolve
         args = function.args
-        self.names: set[str] = {
+        self.annotated = {
             a.arg
             for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
             if a.annotation is not None and resolve(a.annotation) == "torch.Tensor"
         }
+        self.statements = statements
+        self._assigned: dict[str, list[ast.expr]] | None = None
+        self._names: dict[str, bool] = {}
+        """Memo of local names already decided (False while being decided, so cycles end)."""
+
+    def _name_is_tensor(self, name: str) -> bool:
+        if name in self.annotated:
+            return True
+        if name in self._names:
+            return self._names[name]
+        if self._assigned is None:
+            self._assigned = self._collect_assignments()
+        self._names[name] = False
+        values = self._assigned.get(name)
+        decided = bool(values) and all(self.is_tensor(v) for v in values or ())
+        self._names[name] = decided
+        return decided
+
+    def _collect_assignments(self) -> dict[str, list[ast.expr]]:
         assigned: dict[str, list[ast.expr]] = {}
-        for node in nodes:
+        unknown = ast.Constant(None)  # a value that is not provably a tensor
+        for node in self.statements:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 assigned.setdefault(node.targets[0].id, []).append(node.value)
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
                 assigned.setdefault(node.target.id, []).append(node.value)
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr)):
-                for target in _bound_names(node):
-                    assigned.setdefault(target, []).append(ast.Constant(None))  # not provably a tensor
-        # Two rounds are enough for `y = torch.relu(x); z = y * 2`; more would chase rarely useful chains.
-        for _ in range(2):
-            self.names |= {n for n, values in assigned.items() if all(self.is_tensor(v) for v in values)}
+            else:
+                for target in _other_targets(node):
+                    assigned.setdefault(target, []).append(unknown)
+        return assigned
 
     def is_tensor(self, expr: ast.AST) -> bool:
         if isinstance(expr, ast.Name):
-            return expr.id in self.names
+            return self._name_is_tensor(expr.id)
         if isinstance(expr, ast.Call):
             func = expr.func
             if isinstance(func, ast.Attribute) and func.attr in TENSOR_METHODS and self.resolve(func) is None:
@@ -171,13 +137,16 @@ def _is_torch_tensor_function(dotted: str) -> bool:
     return False
 
 
-def _bound_names(node: ast.AST) -> Iterator[str]:
-    target = (
-        node.target
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.NamedExpr))
-        else getattr(node, "optional_vars", None)
-    )
-    if target is not None:
+def _other_targets(node: ast.stmt) -> Iterator[str]:
+    """Names bound by loops, ``with ... as``, tuple unpacking and augmented assignment."""
+    targets: list[ast.AST] = []
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.AugAssign)):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    elif isinstance(node, ast.Assign) and (len(node.targets) > 1 or not isinstance(node.targets[0], ast.Name)):
+        targets = list(node.targets)
+    for target in targets:
         yield from (n.id for n in ast.walk(target) if isinstance(n, ast.Name))
 
 

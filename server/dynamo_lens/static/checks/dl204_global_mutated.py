@@ -11,7 +11,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from dynamo_lens.model import Related, Severity, Span
+from dynamo_lens.model import Related, Severity
 from dynamo_lens.rules.dl204_global_mutated import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.checks._compiled_code import (
@@ -19,7 +19,6 @@ from dynamo_lens.static.checks._compiled_code import (
     InsideCompiledCandidate,
     function_bodies,
     judge,
-    name_loads,
 )
 from dynamo_lens.static.checks._python_values import ValueKind, merge_kinds, range_loop_names, value_kind
 from dynamo_lens.static.context import FileContext
@@ -32,79 +31,90 @@ BOUNDED = frozenset({"float", "bool"})
 
 @dataclass(slots=True)
 class Binding:
-    span: Span
-    kind: ValueKind
+    """One assignment of a module-level name. The kind of its value is worked out only for names compiled code
+    reads (most files rebind nothing that matters, and then no value is classified)."""
+
+    target: ast.Name
+    value: ast.expr | None
+    """The assigned expression; None when ``fixed_kind`` says it all (loop targets, unpacking)."""
+    fixed_kind: ValueKind
     rebinds: bool
     """Runs again after the first definition: in a loop, an augmented assignment, or in a function (``global``)."""
+    lookup: Callable[[str], ValueKind]
+
+    def kind(self, ctx: FileContext) -> ValueKind:
+        return self.fixed_kind if self.value is None else value_kind(self.value, ctx.resolve, self.lookup)
 
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     bodies = function_bodies(ctx)
     bindings = _module_bindings(ctx)
     for body in bodies:
-        for name, binding in _global_bindings(ctx, body):
-            bindings.setdefault(name, []).append(binding)
+        for binding in _global_bindings(body):
+            bindings.setdefault(binding.target.id, []).append(binding)
     rebound = {name for name, found in bindings.items() if any(b.rebinds for b in found)}
     if not rebound:
         return
     for body in bodies:
         seen: set[str] = set()
-        for read in name_loads(body):
+        for read in body.name_loads(rebound):
             name = read.id
-            if name in rebound and name not in seen and _is_global_in(body, name):
+            if name not in seen and _is_global_in(body, name):
                 seen.add(name)
                 candidate = _candidate(ctx, body, read, bindings[name])
                 if candidate is not None:
                     yield candidate
 
 
+BINDING_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)
+
+
 def _module_bindings(ctx: FileContext) -> dict[str, list[Binding]]:
-    module_statements = [at for at in ctx.nodes(ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)]
-    module_statements = [at for at in module_statements if at.scope.kind == "module"]
-    ints = range_loop_names(at.node for at in module_statements)
+    module_statements = [at for kind in BINDING_STATEMENTS for at in ctx.nodes(kind) if at.scope.kind == "module"]
+    ints: set[str] | None = None
 
     def known(name: str) -> ValueKind:
+        nonlocal ints
+        if ints is None:
+            ints = range_loop_names(at.node for at in module_statements)
         return "int" if name in ints else "unknown"
 
     found: dict[str, list[Binding]] = {}
     for at in module_statements:
-        node = at.node
-        in_loop = at.loop_depth > 0
-        for target, kind, rebinds in _targets(node, ctx, known):
-            found.setdefault(target.id, []).append(Binding(ctx.span(target), kind, rebinds or in_loop))
+        for binding in _targets(at.node, known, in_loop=at.loop_depth > 0):
+            found.setdefault(binding.target.id, []).append(binding)
     return found
 
 
-def _global_bindings(ctx: FileContext, body: FunctionBody) -> Iterator[tuple[str, Binding]]:
-    declared = {name for node in body.nodes if isinstance(node, ast.Global) for name in node.names}
+def _global_bindings(body: FunctionBody) -> Iterator[Binding]:
+    declared = {name for node in body.statements if isinstance(node, ast.Global) for name in node.names}
     if not declared:
         return
-    for node in body.nodes:
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
-            for target, kind, _ in _targets(node, ctx, _unknown):
-                if target.id in declared:
-                    yield target.id, Binding(ctx.span(target), kind, rebinds=True)
+    for node in body.statements:
+        if isinstance(node, BINDING_STATEMENTS):
+            for binding in _targets(node, _unknown, in_loop=True):
+                if binding.target.id in declared:
+                    yield binding
 
 
-def _targets(
-    node: ast.AST, ctx: FileContext, lookup: Callable[[str], ValueKind]
-) -> Iterator[tuple[ast.Name, ValueKind, bool]]:
-    """(name, kind of the value, rebinds by itself) for each plain name a binding statement assigns."""
+def _targets(node: ast.AST, lookup: Callable[[str], ValueKind], in_loop: bool) -> Iterator[Binding]:
+    """A binding for each plain name a binding statement assigns."""
     if isinstance(node, ast.Assign):
-        kind = value_kind(node.value, ctx.resolve, lookup)
         for target in node.targets:
+            value = node.value if isinstance(target, ast.Name) else None
             for name in _names(target):
-                yield name, kind if isinstance(target, ast.Name) else "unknown", False
+                yield Binding(name, value, "unknown", in_loop, lookup)
     elif isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
-        yield node.target, value_kind(node.value, ctx.resolve, lookup), False
+        yield Binding(node.target, node.value, "unknown", in_loop, lookup)
     elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-        yield node.target, value_kind(node.value, ctx.resolve, lookup), True
+        yield Binding(node.target, node.value, "unknown", True, lookup)
     elif isinstance(node, (ast.For, ast.AsyncFor)):
         is_range = (
             isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
         )
         for name in _names(node.target):
-            yield name, "int" if is_range and isinstance(node.target, ast.Name) else "unknown", True
+            kind: ValueKind = "int" if is_range and isinstance(node.target, ast.Name) else "unknown"
+            yield Binding(name, None, kind, True, lookup)
 
 
 def _unknown(name: str) -> ValueKind:
@@ -134,7 +144,7 @@ def _is_global_in(body: FunctionBody, name: str) -> bool:
 def _candidate(
     ctx: FileContext, body: FunctionBody, read: ast.Name, bindings: list[Binding]
 ) -> InsideCompiledCandidate | None:
-    kinds = [b.kind for b in bindings]
+    kinds = [b.kind(ctx) for b in bindings]
     kind = merge_kinds(kinds)
     name = read.id
     if kind in UNBOUNDED:
@@ -156,7 +166,7 @@ def _candidate(
     else:
         return None
     rebinds = [b for b in bindings if b.rebinds]
-    where = ", ".join(f"line {b.span.line}" for b in rebinds[:MAX_RELATED])
+    where = ", ".join(f"line {b.target.lineno}" for b in rebinds[:MAX_RELATED])
     message = (
         f"the global {kind} `{name}` is assigned again ({where}); compiled code that reads it makes Dynamo "
         f"guard {guard}: {cost} (torch 2.13)"
@@ -167,7 +177,7 @@ def _candidate(
         function=body.qualname,
         message=message,
         severity=severity,
-        related=tuple(Related(b.span, f"`{name}` assigned here") for b in rebinds[:MAX_RELATED]),
+        related=tuple(Related(ctx.span(b.target), f"`{name}` assigned here") for b in rebinds[:MAX_RELATED]),
         data=(("name", name), ("kind", kind)),
     )
 

@@ -11,7 +11,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from dynamo_lens.model import Related, Severity, Span
+from dynamo_lens.model import Related, Severity
 from dynamo_lens.rules.dl205_closure_scalar_rebound import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.checks._compiled_code import (
@@ -19,7 +19,7 @@ from dynamo_lens.static.checks._compiled_code import (
     InsideCompiledCandidate,
     function_bodies,
     judge,
-    name_loads,
+    target_names,
 )
 from dynamo_lens.static.checks._python_values import ValueKind, merge_kinds, range_loop_names, value_kind
 from dynamo_lens.static.context import FileContext
@@ -31,13 +31,24 @@ LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 @dataclass(slots=True)
 class CellBinding:
-    span: Span
-    line: int
-    kind: ValueKind
+    """One binding of a local of the enclosing function; its value's kind is worked out only when reported."""
+
+    target: ast.Name
+    value: ast.expr | None
+    """None when ``fixed_kind`` says it all (loop targets, unpacking)."""
+    fixed_kind: ValueKind
+    lookup: Callable[[str], ValueKind]
     loop_end: int
     """Last line of the outermost loop of the owner that contains the binding (0: not in a loop)."""
     elsewhere: bool = False
     """Bound through ``nonlocal`` in another inner function (or the reader itself)."""
+
+    @property
+    def line(self) -> int:
+        return self.target.lineno
+
+    def kind(self, ctx: FileContext) -> ValueKind:
+        return self.fixed_kind if self.value is None else value_kind(self.value, ctx.resolve, self.lookup)
 
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
@@ -46,88 +57,93 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     for body in bodies:
         if body.parent is not None:
             children.setdefault(id(body.parent), []).append(body)
+    cells: dict[int, dict[str, list[CellBinding]]] = {}
     for body in bodies:
-        if body.parent is None:
+        owner = body.parent
+        rebound: dict[str, list[CellBinding]] = {}
+        while owner is not None:
+            if id(owner) not in cells:
+                cells[id(owner)] = _bindings(owner, children.get(id(owner), []))
+            for name, bindings in cells[id(owner)].items():
+                if name not in rebound and name not in body.locals() and _rebinds(bindings, body):
+                    rebound[name] = bindings
+            owner = owner.parent
+        if not rebound:
             continue
         seen: set[str] = set()
-        for read in name_loads(body):
-            name = read.id
-            if name in seen or name in body.locals():
-                continue
-            owner = _owner(body, name)
-            if owner is None:
-                continue
-            seen.add(name)
-            bindings = _bindings(ctx, owner, name, children.get(id(owner), []))
-            candidate = _candidate(ctx, body, read, bindings)
-            if candidate is not None:
-                yield candidate
+        for read in body.name_loads(rebound):
+            if read.id not in seen:
+                seen.add(read.id)
+                candidate = _candidate(ctx, body, read, rebound[read.id])
+                if candidate is not None:
+                    yield candidate
 
 
-def _declares_nonlocal(body: FunctionBody, name: str) -> bool:
-    return any(isinstance(n, ast.Nonlocal) and name in n.names for n in body.nodes)
+def _rebinds(bindings: list[CellBinding], reader: FunctionBody) -> bool:
+    """A binding can run after the reader exists: later in the owner, in a loop that reaches the reader's
+    definition, or from another inner function through ``nonlocal``."""
+    defined = reader.node.lineno
+    return any(b.elsewhere or b.line > defined or b.loop_end >= defined for b in bindings)
 
 
-def _owner(body: FunctionBody, name: str) -> FunctionBody | None:
-    """The enclosing function whose local ``name`` is (the cell ``body`` reads)."""
-    scope = body.parent
-    while scope is not None:
-        if name in scope.locals():
-            return scope
-        scope = scope.parent
-    return None
-
-
-def _bindings(ctx: FileContext, owner: FunctionBody, name: str, inner: list[FunctionBody]) -> list[CellBinding]:
-    ints = range_loop_names(owner.nodes)
+def _bindings(owner: FunctionBody, inner: list[FunctionBody]) -> dict[str, list[CellBinding]]:
+    """Every binding of each local of ``owner``, including ``nonlocal`` rebinding from its inner functions."""
+    ints: set[str] | None = None
 
     def known(other: str) -> ValueKind:
+        nonlocal ints
+        if ints is None:
+            ints = range_loop_names(owner.statements)
         return "int" if other in ints else "unknown"
 
-    loops = [n for n in owner.nodes if isinstance(n, LOOPS)]
-    found: list[CellBinding] = []
-    for node in owner.nodes:
-        for target, kind in _stores(node, name, ctx, known):
+    loops = [(s.lineno, s.end_lineno or s.lineno) for s in owner.statements if isinstance(s, LOOPS)]
+    found: dict[str, list[CellBinding]] = {}
+    for statement in owner.statements:
+        for target, value, kind in _stores(statement):
             line = target.lineno
-            ends = [loop.end_lineno or loop.lineno for loop in loops if loop.lineno <= line <= (loop.end_lineno or 0)]
-            found.append(CellBinding(ctx.span(target), line, kind, max(ends, default=0)))
+            loop_end = max((end for start, end in loops if start <= line <= end), default=0)
+            found.setdefault(target.id, []).append(CellBinding(target, value, kind, known, loop_end))
     for function in inner:
-        if _declares_nonlocal(function, name):
-            for node in function.nodes:
-                for target, kind in _stores(node, name, ctx, known):
-                    found.append(CellBinding(ctx.span(target), target.lineno, kind, 0, elsewhere=True))
+        declared = {n for s in function.statements if isinstance(s, ast.Nonlocal) for n in s.names}
+        for statement in function.statements if declared else ():
+            for target, value, kind in _stores(statement):
+                if target.id in declared and target.id in found:
+                    found[target.id].append(CellBinding(target, value, kind, known, 0, elsewhere=True))
     return found
 
 
-def _stores(
-    node: ast.AST, name: str, ctx: FileContext, lookup: Callable[[str], ValueKind]
-) -> Iterator[tuple[ast.Name, ValueKind]]:
+def _stores(node: ast.stmt) -> Iterator[tuple[ast.Name, ast.expr | None, ValueKind]]:
+    """(target, assigned value or None, kind when there is no value) for each name a statement binds."""
     if isinstance(node, ast.Assign):
         for target in node.targets:
-            if isinstance(target, ast.Name) and target.id == name:
-                yield target, value_kind(node.value, ctx.resolve, lookup)
-            elif isinstance(target, (ast.Tuple, ast.List)):
-                yield from ((t, "unknown") for t in target.elts if isinstance(t, ast.Name) and t.id == name)
+            if isinstance(target, ast.Name):
+                yield target, node.value, "unknown"
+            else:
+                yield from ((t, None, "unknown") for t in _target_nodes(target))
     elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
-        if node.target.id == name and node.value is not None:
-            yield node.target, value_kind(node.value, ctx.resolve, lookup)
-    elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name) and node.target.id == name:
+        if node.value is not None:
+            yield node.target, node.value, "unknown"
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
         is_range = (
             isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
         )
-        yield node.target, "int" if is_range else "unknown"
+        if isinstance(node.target, ast.Name):
+            yield node.target, None, "int" if is_range else "unknown"
+        else:
+            yield from ((t, None, "unknown") for t in _target_nodes(node.target))
+
+
+def _target_nodes(target: ast.AST) -> Iterator[ast.Name]:
+    names = set(target_names(target))
+    yield from (n for n in ast.walk(target) if isinstance(n, ast.Name) and n.id in names)
 
 
 def _candidate(
     ctx: FileContext, body: FunctionBody, read: ast.Name, bindings: list[CellBinding]
 ) -> InsideCompiledCandidate | None:
     defined = body.node.lineno
-    # A binding matters if it can run after the reader exists: later in the owner, in a loop that reaches the
-    # reader's definition, or from another inner function through `nonlocal`.
     rebinds = [b for b in bindings if b.elsewhere or b.line > defined or b.loop_end >= defined]
-    if not rebinds:
-        return None
-    kinds = [b.kind for b in bindings]
+    kinds = [b.kind(ctx) for b in bindings]
     kind = merge_kinds(kinds)
     name = read.id
     if kind == "str" or (kind == "int" and _bounds_range(body, name)):
@@ -147,7 +163,7 @@ def _candidate(
         cost = "one recompile when it stops being None"
     else:
         return None
-    where = ", ".join(f"line {b.span.line}" for b in rebinds[:MAX_RELATED])
+    where = ", ".join(f"line {b.line}" for b in rebinds[:MAX_RELATED])
     message = (
         f"the closed-over {kind} `{name}` is bound again ({where}); compiled code that reads it makes Dynamo guard "
         f"`{name} == <value>`: {cost} (torch 2.13)"
@@ -158,7 +174,7 @@ def _candidate(
         function=body.qualname,
         message=message,
         severity=severity,
-        related=tuple(Related(b.span, f"`{name}` bound again here") for b in rebinds[:MAX_RELATED]),
+        related=tuple(Related(ctx.span(b.target), f"`{name}` bound again here") for b in rebinds[:MAX_RELATED]),
         data=(("name", name), ("kind", kind)),
     )
 
@@ -169,7 +185,7 @@ def _bounds_range(body: FunctionBody, name: str) -> bool:
         and isinstance(node.func, ast.Name)
         and node.func.id == "range"
         and any(isinstance(a, ast.Name) and a.id == name for a in node.args)
-        for node in body.nodes
+        for node in body.calls
     )
 
 

@@ -17,6 +17,9 @@ LOGGING_FUNCTIONS = frozenset(f"logging.{name}" for name in LOGGER_METHODS)
 GET_LOGGER = "logging.getLogger"
 SKIPPED_FUNCTIONS = frozenset({"warnings.warn", "time.time", "time.perf_counter", "time.monotonic"})
 DATA_DEPENDENT_FUNCTIONS = frozenset({"torch.equal", "torch.allclose"})
+IMPORTABLE = frozenset({"deepcopy", "nonzero", "equal", "allclose"} | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS})
+BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr"}) | IMPORTABLE
+ATTRIBUTES = LOGGER_METHODS | {"item", "tolist"} | IMPORTABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,17 +68,25 @@ REPR = GraphBreak("GB0569", "repr() on tensor", "format the tensor outside the c
 
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
-    loggers = _logger_names(ctx)
+    loggers: set[str] | None = None
     for body in function_bodies(ctx):
-        tensors: TensorInference | None = None
-        for node in body.nodes:
-            if not isinstance(node, ast.Call):
+        for call in body.calls:
+            if not _may_break(call):
                 continue
-            if tensors is None and _needs_tensors(node):
-                tensors = body.tensors(ctx)
-            found = _classify(node, ctx, loggers, tensors)
+            if loggers is None:
+                loggers = _logger_names(ctx)
+            tensors = body.tensors(ctx) if _needs_tensors(call) else None
+            found = _classify(call, ctx, loggers, tensors)
             if found is not None:
-                yield _candidate(ctx, body, node, found)
+                yield _candidate(ctx, body, call, found)
+
+
+def _may_break(call: ast.Call) -> bool:
+    """Cheap shape test before any name resolution: the callee's last name is one we know breaks."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in BUILTINS
+    return isinstance(func, ast.Attribute) and func.attr in ATTRIBUTES
 
 
 def _needs_tensors(call: ast.Call) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from dynamo_lens.rules.dl302_data_dependent_branch import RULE
 from dynamo_lens.static.checks import Check
-from dynamo_lens.static.checks._compiled_code import InsideCompiledCandidate, function_bodies, judge
+from dynamo_lens.static.checks._compiled_code import FunctionBody, InsideCompiledCandidate, function_bodies, judge
 from dynamo_lens.static.context import FileContext
 
 GB_ID = "GB0170"
@@ -16,7 +16,7 @@ GB_TYPE = "Data-dependent branching"
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     for body in function_bodies(ctx):
-        conditions = list(_conditions(body.nodes))
+        conditions = list(_conditions(body))
         if not conditions:
             continue
         tensors = body.tensors(ctx)
@@ -37,17 +37,27 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
                 )
 
 
-def _conditions(nodes: list[ast.AST]) -> Iterator[tuple[str, ast.expr]]:
+def _may_branch(line: str) -> bool:
+    return " if " in line or " and " in line or " or " in line
+
+
+def _conditions(body: FunctionBody) -> Iterator[tuple[str, ast.expr]]:
     """The expressions whose truth value Python asks for: ``if``/``while``/``x if c else y`` conditions, and the
     operands of ``a and b`` / ``a or b`` that decide whether the next one runs."""
-    tests: set[int] = set()
-    for node in nodes:
-        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
-            keyword = "while" if isinstance(node, ast.While) else "if"
-            tests.update(id(n) for n in ast.walk(node.test))
-            yield keyword, node.test
-    for node in nodes:
-        if isinstance(node, ast.BoolOp) and id(node) not in tests:
+    for statement in body.statements:
+        if isinstance(statement, (ast.If, ast.While)):
+            yield ("while" if isinstance(statement, ast.While) else "if"), statement.test
+    # Other statements are walked only when a line reads like a conditional expression or a boolean operator.
+    found = [
+        n for n in body.expressions(_may_branch, skip=(ast.If, ast.While)) if isinstance(n, (ast.IfExp, ast.BoolOp))
+    ]
+    inside_tests: set[int] = set()
+    for node in found:
+        if isinstance(node, ast.IfExp) and id(node) not in inside_tests:
+            inside_tests.update(id(n) for n in ast.walk(node.test))
+            yield "if", node.test
+    for node in found:
+        if isinstance(node, ast.BoolOp) and id(node) not in inside_tests:
             operator = "and" if isinstance(node.op, ast.And) else "or"
             yield from ((operator, v) for v in node.values[:-1])
 
