@@ -465,3 +465,75 @@ def test_real_graph_break_carries_registry_id(tmp_path: Path) -> None:
     assert recompiled.data["frame"] == "torch_dynamo_resume_in_f_at_7" and recompiled.data["recompiles"] == 1
     assert "(`___stack0`: the value computed on line 7, carried across the graph break)" in recompiled.message
     assert "`___stack0` `== " in recompiled.message and "→ dynamic (float)" in recompiled.message
+
+
+PATTERNS = """\
+import torch
+from torch import nn
+
+SCALE = 1
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = 1.0
+
+    def forward(self, x):
+        return x * self.scale
+
+
+class Flagged(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.use_relu = True
+
+    def forward(self, x):
+        if self.use_relu:
+            return x.relu()
+        return x - 1
+
+
+class Dropper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.drop(x) + 1
+
+
+def times_global(x):
+    return x * SCALE
+
+
+scaled, flagged, dropper = Scaled(), Flagged(), Dropper()
+run_scaled = torch.compile(scaled, backend="eager")
+run_flagged = torch.compile(flagged, backend="eager")
+run_dropper = torch.compile(dropper, backend="eager")
+run_global = torch.compile(times_global, backend="eager")
+x = torch.randn(4)
+for step in range(3):
+    scaled.scale = 1.0 + step
+    flagged.use_relu = step % 2 == 0
+    dropper.train(step % 2 == 0)
+    SCALE = step + 1
+    run_scaled(x)
+    run_flagged(x)
+    run_dropper(x)
+    run_global(x)
+"""
+
+
+@pytest.mark.slow
+def test_real_state_changed_between_calls_is_blamed_on_each_read(tmp_path: Path) -> None:
+    """A float attribute, a bool flag, train()/eval() and a global int, each changed between calls (one run)."""
+    report = _run_real(tmp_path, PATTERNS)
+    found = {(f.code, f.span.line, f.span.column): f for f in report.findings}
+    assert sorted(found) == [("DL501", 13, 20), ("DL501", 22, 12), ("DL501", 33, 16), ("DL501", 37, 16)]
+    scale, flag, training, scale_global = (found[key] for key in sorted(found))
+    assert "`self.scale == 1.0` failed (EQUALS_MATCH)" in scale.message
+    assert "`self.scale` `== 1.0` → dynamic (float)" in scale.message  # floats become dynamic after one recompile
+    assert flag.message.endswith("`self.use_relu` `self.use_relu == True` → `== False`")
+    assert "`self.drop.training == True` failed (TRUE_MATCH)" in training.message  # installed inside nn.Dropout
+    assert scale_global.data["recompiles"] == 2 and "`SCALE` went 1 → 2 → 3 across 3 entries" in scale_global.message

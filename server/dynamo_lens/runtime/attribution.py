@@ -502,12 +502,15 @@ class _SourceLines:
 
 
 def _needles(sources: Sequence[str]) -> list[str]:
+    """What to look for on the line, best first: the source itself (``self.drop.training``), the attribute as read
+    on ``self`` (``self.training``, inside a submodule's code), then shorter prefixes (``self.drop``)."""
     needles: list[str] = []
     for source in sources:
         needles.append(source)
-        last = re.split(r"[.\[\]]", source.rstrip("]"))[-1]
-        if last.isidentifier() and "." in source:
-            needles.append(f"self.{last}")
+        parts = source.split(".")
+        if len(parts) > 1 and parts[-1].isidentifier():
+            needles.append(f"self.{parts[-1]}")
+        needles += [".".join(parts[:end]) for end in range(len(parts) - 1, 1, -1)]
     return needles
 
 
