@@ -120,6 +120,28 @@ def test_missing_interpreter_is_named(tmp_path: Path) -> None:
     assert outcome.error == f"Python interpreter not found or not executable: {missing}"
 
 
+def test_a_directory_without_main_is_not_a_script(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    outcome = run(Target(script="pkg"), report_path=tmp_path / "r.json", cwd=tmp_path)
+    assert outcome.exit_code is None
+    assert outcome.error == "pkg is a directory without __main__.py, not a Python script"
+
+
+def test_a_file_that_is_not_python_fails_like_python_does(tmp_path: Path, bare_python: str) -> None:
+    (tmp_path / "data.bin").write_bytes(b"\x00\x01\x02binary\xff")
+    captured = Captured()
+    outcome = run(
+        Target(script="data.bin"),
+        report_path=tmp_path / "r.json",
+        python=bare_python,
+        cwd=tmp_path,
+        on_stdout=captured.on_out,
+        on_stderr=captured.on_err,
+    )
+    assert outcome.exit_code == 1
+    assert b"SyntaxError" in captured.err and b"null bytes" in captured.err
+
+
 def test_syntax_error_passes_the_traceback_and_exit_code_through(tmp_path: Path, bare_python: str) -> None:
     outcome, captured = _run(tmp_path, bare_python, "def broken(:\n    pass\n")
     assert outcome.exit_code == 1
