@@ -86,6 +86,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[
         "crash": ((str(FIXTURES / "crash.py"),), FIXTURES, {}),
         "exits": (("exits.py",), FIXTURES, {}),
         "traced": (("exits.py",), FIXTURES, {"TRACE_DIR": str(tmp / "trace")}),
+        "forks": (("forks.py",), FIXTURES, {}),
         "pytest": (("-m", "pytest", "check_compiled.py::test_counter_recompiles", "-q"), FIXTURES / "pkg", {}),
         "resets": ((str(FIXTURES / "resets.py"),), FIXTURES, {}),
         "disabled": (
@@ -392,6 +393,23 @@ def test_sigterm_writes_the_report_then_dies_by_the_signal(tmp_path: Path) -> No
     assert (report.ended_by, report.exit_code, report.complete) == ("signal", -signal.SIGTERM, True)
     assert [r.failed_guards[0].line for r in report.recompiles] == [line_of(hangs, "counter")] * 2
     assert report.frames[0].cache_entries[0].fail_count is not None
+
+
+def test_keyboard_interrupt_reports_and_exits_130(tmp_path: Path) -> None:
+    process, report_path = _start_hanging(tmp_path)
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=30) == 130
+    report = load_report(report_path)
+    assert (report.ended_by, report.exit_code) == ("keyboard_interrupt", 130)
+    assert report.error is not None and report.error.type == "KeyboardInterrupt"
+    assert report.error.line == line_of(FIXTURES / "hangs.py", "sleep")
+
+
+def test_a_forked_child_neither_writes_nor_streams_into_the_parents_report(runs: dict[str, Future[Run]]) -> None:
+    run = runs["forks"].result()
+    assert (run.returncode, run.stdout) == (0, "child exit code 5\n")
+    assert [f.name for f in run.report.frames] == ["in_parent"]
+    assert "in_child" not in events_path(run.report_path).read_text(encoding="utf-8")
 
 
 def test_a_killed_run_leaves_an_event_stream_that_rebuilds_a_partial_report(tmp_path: Path) -> None:
