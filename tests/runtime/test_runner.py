@@ -281,6 +281,26 @@ def test_a_stale_report_is_never_mistaken_for_this_runs(tmp_path: Path, bare_pyt
     assert not outcome.report.complete  # rebuilt from the event stream: the shim never got to write its report
 
 
+def test_stale_events_of_a_previous_run_are_not_rebuilt_into_this_ones_report(tmp_path: Path) -> None:
+    interpreter = tmp_path / "broken-python"
+    interpreter.write_text("#!/bin/sh\necho 'fatal: cannot start' >&2\nexit 7\n")
+    interpreter.chmod(0o755)
+    (tmp_path / "s.py").write_text("pass\n")
+    (tmp_path / "r.json.events.jsonl").write_text('{"ev": "start", "epoch": 0, "argv": ["stale.py"]}\n')
+    captured = Captured()
+    outcome = run(
+        Target(script="s.py"),
+        report_path=tmp_path / "r.json",
+        python=str(interpreter),
+        cwd=tmp_path,
+        on_stdout=captured.on_out,
+        on_stderr=captured.on_err,
+    )
+    assert (outcome.exit_code, outcome.report) == (7, None)
+    assert captured.err == b"fatal: cannot start\n"
+    assert outcome.error == "the shim wrote no report; no runtime findings for this run"
+
+
 def test_a_script_that_ignores_sigterm_is_killed_and_its_events_kept(tmp_path: Path, bare_python: str) -> None:
     started = time.monotonic()
     outcome, _ = _run(

@@ -199,7 +199,8 @@ def run(
         return outcome(error=problem)
     try:
         report_path.parent.mkdir(parents=True, exist_ok=True)
-        report_path.unlink(missing_ok=True)  # never mistake a previous run's report for this one's
+        for stale in (report_path, events_path(report_path)):  # never mistake a previous run's data for this one's
+            stale.unlink(missing_ok=True)
     except OSError as exc:
         return outcome(error=f"cannot write the report to {report_path}: {exc}")
     if torch_trace_dir is not None:
@@ -237,7 +238,11 @@ def run(
             time.sleep(_POLL_S)
     except KeyboardInterrupt:
         cancelled = True
-    leftovers = _stop_group(process.pid, grace_s, process_alive=timed_out or cancelled)
+    try:
+        leftovers = _stop_group(process.pid, grace_s, process_alive=timed_out or cancelled)
+    except KeyboardInterrupt:  # a second Ctrl-C: no more grace
+        _signal_group(process.pid, signal.SIGKILL)
+        leftovers, cancelled = False, True
     exit_code = process.wait()
     for pump in pumps:
         pump.join(timeout=grace_s)
