@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from dynamo_lens.runtime import shim
 from dynamo_lens.runtime.report import RunReport
 
@@ -158,6 +160,18 @@ def test_a_killed_stream_rebuilds_into_a_valid_partial_report(tmp_path: Path) ->
         "guard",
     )
     assert any("killed" in m for m in report.missing)
+
+
+def test_guard_lists_beyond_the_report_budget_are_counted_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    events = _events("/w/m.py")
+    tree = [["EQUALS_MATCH", f"L['a{i}'] == {i}", f"L['a{i}']"] for i in range(5)]
+    events[2]["guards"] = tree
+    events.append({"ev": "guard_tree", "epoch": 0, "compile_id": "0/1", "guards": tree})
+    monkeypatch.setattr(shim, "MAX_TOTAL_GUARDS", 7)
+    report = RunReport.from_json(shim.build_report(events))
+    entries = report.frames[0].cache_entries
+    assert [(len(e.guards), e.guards_omitted) for e in entries] == [(5, 0), (2, 3)]
+    assert any("keeps at most 7 guards" in m for m in report.missing)
 
 
 def test_the_shim_imports_only_the_standard_library_and_torch() -> None:

@@ -58,6 +58,7 @@ DISABLE_ENV = "DYNAMO_LENS_SHIM_DISABLE"
 
 # Caps for pathological programs; every cap that applies is reported (``guards_omitted``, ``missing``).
 MAX_GUARDS_PER_ENTRY = 1000
+MAX_TOTAL_GUARDS = 100_000  # about 20 MB of report; a frame at the accumulated limit (256 entries) stays under it
 MAX_FAILED_GUARDS = 16  # per recompile, newest entry first (a frame at the accumulated limit has 256 entries)
 MAX_GUARD_TEXT = 1000
 MAX_REASON_TEXT = 4000
@@ -423,6 +424,8 @@ class ReportBuilder:
         self.end: Event | None = None
         self.resets = 0
         self.errors: list[str] = []
+        self.guards_kept = 0
+        self.entries_over_budget = 0
 
     # -- folding ------------------------------------------------------------------------------------------------------
 
@@ -554,8 +557,12 @@ class ReportBuilder:
             raw, guards_from = live["guards"], "cache_entry"
         elif attempt.tree:
             raw, guards_from = attempt.tree, "trace"
-        omitted = max(0, len(raw) - MAX_GUARDS_PER_ENTRY) + (int(live.get("omitted", 0)) if live else 0)
-        guards = [self._guard_json(kind, part, source, attempt) for kind, part, source in raw[:MAX_GUARDS_PER_ENTRY]]
+        keep = max(0, min(MAX_GUARDS_PER_ENTRY, MAX_TOTAL_GUARDS - self.guards_kept))
+        if keep < len(raw) and keep < MAX_GUARDS_PER_ENTRY:
+            self.entries_over_budget += 1
+        self.guards_kept += min(keep, len(raw))
+        omitted = max(0, len(raw) - keep) + (int(live.get("omitted", 0)) if live else 0)
+        guards = [self._guard_json(kind, part, source, attempt) for kind, part, source in raw[:keep]]
         call_stack = attempt.call_stack[-MAX_STACK:]
         time_s = metrics.get("entire_frame_compile_time_s")
         return {
@@ -845,6 +852,11 @@ class ReportBuilder:
         eager = max(0, misses - compiles_on_existing) if isinstance(misses, int) else None
         missing = list(start.get("missing") or [])
         missing.extend(self.errors)
+        if self.entries_over_budget:
+            missing.append(
+                f"guard lists of {self.entries_over_budget} cache entries: the report keeps at most "
+                f"{MAX_TOTAL_GUARDS} guards in all (see guards_omitted)"
+            )
         if end is None:
             missing.append(
                 "the run was killed before the shim could finish: cache-entry details, call counts, exit code"
