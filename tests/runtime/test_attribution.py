@@ -248,6 +248,26 @@ def test_counter_recompiles_are_blamed_on_the_read_of_the_attribute(counter_file
     assert "(4 such calls in this run)" in limit.message
 
 
+def test_a_limit_hit_without_its_frame_is_placed_from_dynamos_function_text(counter_file: str) -> None:
+    report = replace(
+        _counter_report(counter_file),
+        frames=(),
+        recompiles=(),
+        limit_hits=(
+            LimitHit("recompile_limit", 8, "", None, None, f"'forward' ({counter_file}:{COUNTER_DEF})"),
+            LimitHit("accumulated_recompile_limit", 256, "", None, None, "somewhere"),
+        ),
+    )
+    (finding,) = findings_from_report(report)
+    assert (finding.code, finding.span.path, finding.span.line, finding.span.column) == (
+        "DL502",
+        counter_file,
+        COUNTER_DEF,
+        5,
+    )
+    assert finding.message.startswith("recompile_limit (8) hit for 'forward' (")
+
+
 def test_tensor_failures_are_blamed_on_the_triggering_call(tmp_path: Path) -> None:
     script = tmp_path / "shapes.py"
     script.write_text(

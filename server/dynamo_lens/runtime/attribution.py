@@ -63,6 +63,7 @@ MESSAGE_DIFF_LIMIT = 3
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 _COMPILE_ID = re.compile(r"(\d+)/(\d+)")
+_FUNCTION_PLACE = re.compile(r"\((?P<path>.+):(?P<line>\d+)\)$")  # Dynamo's "'forward' (/abs/model.py:17)"
 _MULT = "\N{MULTIPLICATION SIGN}"
 
 
@@ -300,11 +301,14 @@ def _limit_hits(report: RunReport, lines: _SourceLines) -> list[Finding]:
     findings: list[Finding] = []
     for hit in report.limit_hits:
         frame = report.frame(hit.frame) if hit.frame is not None else None
-        findings.append(_limit_hit(report, hit, frame, lines))
+        finding = _limit_hit(report, hit, frame, lines)
+        if finding is not None:
+            findings.append(finding)
     return findings
 
 
-def _limit_hit(report: RunReport, hit: LimitHit, frame: Frame | None, lines: _SourceLines) -> Finding:
+def _limit_hit(report: RunReport, hit: LimitHit, frame: Frame | None, lines: _SourceLines) -> Finding | None:
+    """The DL502 finding; None when the hit names no place at all (no frame, no ``function`` text to read)."""
     blames = blame_recompiles(report, frame) if frame is not None else []
     limit = f"{hit.limit} ({hit.value})" if hit.value is not None else hit.limit
     label = f"`{frame_label(frame)}`" if frame is not None else (hit.function or "a compiled frame")
@@ -334,7 +338,10 @@ def _limit_hit(report: RunReport, hit: LimitHit, frame: Frame | None, lines: _So
         data["eager_fallback_calls"] = eager
     related = [_def_related(frame, lines, f"`{frame_label(frame)}` runs eagerly after the limit")] if frame else []
     if span is None:
-        span = Span(hit.function or "<unknown>", 1, 1, 1, 1)
+        place = _FUNCTION_PLACE.search(hit.function)
+        if place is None:
+            return None
+        span = lines.span(place.group("path"), int(place.group("line")))
     return _finding(LIMIT_HIT, span, message, related, data)
 
 
