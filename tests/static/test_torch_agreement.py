@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+from dynamo_lens.model import Severity
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
 PROBE = Path(__file__).with_name("torch_probe.py")
 MARK = re.compile(r"#\s*(DL\d{3}(?::\d+)?(?:\s*,\s*DL\d{3}(?::\d+)?)*)\s*$")
@@ -34,6 +36,9 @@ RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit on 2.13
 
 # Codes whose every fixture file must appear in CASES (so no claim about torch goes unmeasured).
 VERIFIED_CODES = ("DL204", "DL205", "DL301", "DL302")
+# Codes whose severity states the cost: `warning` for an unbounded one (torch hits recompile_limit), `info` for a
+# bounded one (a recompile or two). The static severity must match what torch did.
+COST_GRADED_CODES = ("DL204", "DL205")
 
 
 class Expect(enum.Enum):
@@ -80,12 +85,14 @@ CASES = (
     Case("DL204_global_counter_in_compiled.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL204_global_str_helper.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL204_cross_file/train.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case("DL204_global_float_alias.py", "DL204", Expect.RECOMPILE, 2),
     Case("DL204_ok_constant_global.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_tensor_rebound.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_not_read_by_compiled.py", "DL204", Expect.QUIET, 1),
     # DL205 closure-scalar-rebound: ints become dynamic after one recompile; strings and range() bounds do not
     Case("DL205_closure_loop_rebind.py", "DL205", Expect.RECOMPILE, 2),
     Case("DL205_closure_nonlocal.py", "DL205", Expect.RECOMPILE, 2),
+    Case("DL205_closure_float_partial.py", "DL205", Expect.RECOMPILE, 2),
     Case("DL205_closure_str_mode.py", "DL205", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL205_closure_range_count.py", "DL205", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL205_ok_constant_cell.py", "DL205", Expect.QUIET, 1),
@@ -96,6 +103,7 @@ CASES = (
     Case("DL301_logging_module.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0007", "GB0291", "GB4841")),
     Case("DL301_helper_method.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124", "GB0109")),
     Case("DL301_dynamic_shape_ops.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036", "GB0033", "GB4198")),
+    Case("DL301_alias_compile_call.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0109")),
     Case("DL301_ok_outside_compiled.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_traceable_calls.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_uncompiled_helper.py", "DL301", Expect.QUIET, 1),
@@ -103,6 +111,7 @@ CASES = (
     Case("DL302_if_reduction.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_while_in_forward.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_ifexp_and_isnan.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
+    Case("DL302_and_operand.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_ok_static_conditions.py", "DL302", Expect.QUIET, 1),
     Case("DL302_ok_branchless.py", "DL302", Expect.QUIET, 1),
     Case("DL302_ok_uncompiled.py", "DL302", Expect.QUIET, 1),
@@ -193,14 +202,17 @@ def test_static_findings_are_where_torch_acts(case: Case, observed: dict[str, Ob
     from dynamo_lens.static import link, summarize
 
     summaries = [summarize(str(p), p.read_text(encoding="utf-8")) for p in case.sources]
-    reported = {(f.span.path, f.span.line) for f in link(summaries) if f.code == case.code}
+    findings = [f for f in link(summaries) if f.code == case.code]
     seen = observed[case.fixture]
     torch_lines = {
         Expect.RECOMPILE: seen.recompile_lines,
         Expect.GRAPH_BREAK: seen.graph_break_lines,
         Expect.QUIET: set(),
     }[case.expect]
-    assert reported == torch_lines
+    assert {(f.span.path, f.span.line) for f in findings} == torch_lines
+    if case.code in COST_GRADED_CODES and findings:
+        expected = Severity.WARNING if seen.limit_hits else Severity.INFO
+        assert {f.severity for f in findings} == {expected}, [f.message for f in findings]
 
 
 @pytest.mark.parametrize("code", VERIFIED_CODES)
