@@ -46,6 +46,8 @@ EDITOR_TARGET_MS = 30.0
 @dataclass(frozen=True)
 class Timing:
     wall: float
+    cpu: float
+    """User + system seconds of the command and its workers: steadier than wall time on a shared machine."""
     peak_mb: float
     returncode: int
     stderr_lines: int
@@ -81,6 +83,8 @@ def main() -> int:
     print()
     verdict("cold / ruff", cold.wall / ruff_t.wall, COLD_TARGET)
     verdict("warm / ruff", warm.wall / ruff_t.wall, WARM_TARGET)
+    print(f"  cpu time: cold / ruff {cold.cpu / ruff_t.cpu:.2f}x, warm / ruff {warm.cpu / ruff_t.cpu:.2f}x")
+    print(f"  load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (others share this machine)")
     if cold.stderr_lines:
         print(f"  ({cold.stderr_lines} per-file messages on stderr, e.g. syntax errors)")
 
@@ -131,13 +135,14 @@ def run(command: list[str], env: dict[str, str]) -> Timing:
         messages = len(err.read().splitlines())
     if process.returncode not in (0, 1):
         raise SystemExit(f"{command[0]} failed with exit code {process.returncode}")
-    return Timing(wall, usage.ru_maxrss / 1024, process.returncode, messages)
+    return Timing(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, process.returncode, messages)
 
 
 def median_run(command: list[str], env: dict[str, str], args: argparse.Namespace) -> Timing:
     runs = [run(command, env) for _ in range(max(1, args.repeat))]
     return Timing(
         statistics.median(r.wall for r in runs),
+        statistics.median(r.cpu for r in runs),
         max(r.peak_mb for r in runs),
         runs[0].returncode,
         runs[0].stderr_lines,
@@ -145,7 +150,7 @@ def median_run(command: list[str], env: dict[str, str], args: argparse.Namespace
 
 
 def report(label: str, timing: Timing) -> None:
-    print(f"  {label:<44} {timing.wall:7.2f} s   peak {timing.peak_mb:6.0f} MB")
+    print(f"  {label:<44} {timing.wall:7.2f} s wall {timing.cpu:7.2f} s cpu   peak {timing.peak_mb:6.0f} MB")
 
 
 def verdict(label: str, ratio: float, target: float) -> None:

@@ -14,6 +14,7 @@ import os
 import pickle
 import sys
 import tempfile
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -46,6 +47,13 @@ class AnalysisCache:
         digest = hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=20)
         digest.update(b"\0")
         digest.update(data)
+        return digest.hexdigest()
+
+    def combined_key(self, keys: Iterable[str]) -> str:
+        """One key for a whole set of entries (order does not matter), e.g. a workspace's files."""
+        digest = hashlib.blake2b(b"set\0", digest_size=20)
+        for key in sorted(keys):
+            digest.update(key.encode("ascii"))
         return digest.hexdigest()
 
     def load(self, key: str) -> object | None:

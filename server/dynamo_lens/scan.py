@@ -67,6 +67,16 @@ class Workspace:
 
 
 @dataclass(frozen=True, slots=True)
+class LinkedWorkspace:
+    """What ``link`` made of one exact set of files, before settings: cached whole, keyed by every path and content."""
+
+    findings: tuple[Finding, ...]
+    suppressions: Mapping[str, Suppressions]
+    problems: tuple[FileProblem, ...]
+    """Undecodable files and syntax errors among those files."""
+
+
+@dataclass(frozen=True, slots=True)
 class ScanResult:
     findings: tuple[Finding, ...]
     problems: tuple[FileProblem, ...]
@@ -80,21 +90,48 @@ class ScanResult:
 
 
 def scan(paths: Sequence[str], settings: Settings, cache: AnalysisCache | None) -> ScanResult:
-    """``dynamo-lens check``: every finding under ``paths`` after settings and suppressions."""
-    workspace = load_workspace(paths, settings, cache)
-    findings, internal = link_files(workspace.files.values(), settings)
+    """``dynamo-lens check``: every finding under ``paths`` after settings and suppressions.
+
+    With a cache, the linked result of the exact set of files (every path and content) is cached as a whole, so an
+    unchanged tree is answered without loading a single per-file summary.
+    """
+    discovery = discover(paths, settings)
+    walk_problems = tuple(FileProblem(path, f"cannot list directory: {msg}") for path, msg in discovery.problems)
+    keys: dict[str, str] = {}
+    unreadable: list[FileProblem] = []
+    linked: object = None
+    if cache is not None:
+        keys, unreadable = _content_keys(discovery.files, cache)
+        linked = cache.load(cache.combined_key(keys.values()))
+    internal: tuple[str, ...] = ()
+    if isinstance(linked, LinkedWorkspace):
+        hits = len(keys)
+        problems = tuple(unreadable) + linked.problems
+    else:
+        workspace = _analyse(discovery.files, cache, keys)
+        hits = workspace.cache_hits
+        findings, internal = _link_raw(workspace.files.values())
+        problems = workspace.problems + _summary_problems(workspace.files.values())
+        linked = LinkedWorkspace(
+            findings=tuple(findings),
+            suppressions={a.path: a.suppressions for a in workspace.files.values() if a.suppressions},
+            problems=tuple(p for p in problems if p.path in keys),  # unreadable files are not part of the key
+        )
+        if cache is not None and not internal:
+            cache.store(cache.combined_key(keys.values()), linked)
+    findings = _finish(linked.findings, linked.suppressions, settings)
     return ScanResult(
         findings=tuple(sorted(findings, key=Finding.sort_key)),
-        problems=workspace.problems + _summary_problems(workspace.files.values()),
-        missing=workspace.missing,
-        files=workspace.checked,
-        cache_hits=workspace.cache_hits,
+        problems=walk_problems + tuple(sorted(problems, key=lambda p: p.path)),
+        missing=discovery.missing,
+        files=len(discovery.files),
+        cache_hits=hits,
         internal_errors=internal,
     )
 
 
 def load_workspace(paths: Sequence[str], settings: Settings, cache: AnalysisCache | None) -> Workspace:
-    """Discover the files under ``paths`` and run the per-file pass over them (for ``check`` and the server)."""
+    """Discover the files under ``paths`` and run the per-file pass over them (for the language server)."""
     discovery = discover(paths, settings)
     workspace = analyse_files(discovery.files, cache)
     walk_problems = tuple(FileProblem(path, f"cannot list directory: {msg}") for path, msg in discovery.problems)
@@ -109,26 +146,8 @@ def load_workspace(paths: Sequence[str], settings: Settings, cache: AnalysisCach
 
 def analyse_files(paths: Sequence[str], cache: AnalysisCache | None) -> Workspace:
     """The per-file pass over ``paths`` (absolute): cached results where the content is unchanged, else analysed."""
-    results: dict[str, FileAnalysis] = {}
-    problems: list[FileProblem] = []
-    misses: list[str] = []
-    if cache is None:
-        misses = list(paths)
-    else:
-        for path in paths:
-            data = read_bytes(path)
-            cached = cache.load(cache.key(path, data)) if isinstance(data, bytes) else None
-            if isinstance(cached, FileAnalysis) and cached.path == path:
-                results[path] = cached
-            else:
-                misses.append(path)  # unreadable files too: analysing them again reports why
-    hits = len(results)
-    for outcome in _analyse_misses(misses, cache):
-        if isinstance(outcome, FileProblem):
-            problems.append(outcome)
-        else:
-            results[outcome.path] = outcome
-    return Workspace(results, tuple(sorted(problems, key=lambda p: p.path)), cache_hits=hits, checked=len(paths))
+    keys = _content_keys(paths, cache)[0] if cache is not None else {}
+    return _analyse(paths, cache, keys)
 
 
 def analyse_text(path: str, text: str) -> FileAnalysis | FileProblem:
@@ -147,12 +166,54 @@ def link_files(analyses: Iterable[FileAnalysis], settings: Settings) -> tuple[li
     Returns the findings (unsorted) and internal errors (a failing check is reported, never raised).
     """
     analyses = list(analyses)
+    findings, internal = _link_raw(analyses)
+    suppressions = {a.path: a.suppressions for a in analyses if a.suppressions}
+    return _finish(findings, suppressions, settings), internal
+
+
+def _link_raw(analyses: Iterable[FileAnalysis]) -> tuple[list[Finding], tuple[str, ...]]:
     try:
-        findings = static.link([a.summary for a in analyses])
+        return static.link([a.summary for a in analyses]), ()
     except Exception as exc:  # a bug in a check must not turn into a traceback for the user
         return [], (f"internal error while linking: {type(exc).__name__}: {exc}",)
-    suppressions = {a.path: a.suppressions for a in analyses if a.suppressions}
-    return settings.apply(unsuppressed(findings, suppressions)), ()
+
+
+def _finish(findings: Iterable[Finding], suppressions: Mapping[str, Suppressions], settings: Settings) -> list[Finding]:
+    return settings.apply(unsuppressed(findings, suppressions))
+
+
+def _content_keys(paths: Sequence[str], cache: AnalysisCache) -> tuple[dict[str, str], list[FileProblem]]:
+    """The cache key of every readable file (path + content), and the files that cannot be read."""
+    keys: dict[str, str] = {}
+    unreadable: list[FileProblem] = []
+    for path in paths:
+        data = read_bytes(path)
+        if isinstance(data, FileProblem):
+            unreadable.append(data)
+        else:
+            keys[path] = cache.key(path, data)
+    return keys, unreadable
+
+
+def _analyse(paths: Sequence[str], cache: AnalysisCache | None, keys: Mapping[str, str]) -> Workspace:
+    """Per-file results from the cache (by ``keys``) where present, the others analysed (and cached)."""
+    results: dict[str, FileAnalysis] = {}
+    misses: list[str] = []
+    for path in paths:
+        key = keys.get(path)
+        cached = cache.load(key) if cache is not None and key is not None else None
+        if isinstance(cached, FileAnalysis) and cached.path == path:
+            results[path] = cached
+        else:
+            misses.append(path)  # unreadable files too: analysing them again reports why
+    hits = len(results)
+    problems: list[FileProblem] = []
+    for outcome in _analyse_misses(misses, cache):
+        if isinstance(outcome, FileProblem):
+            problems.append(outcome)
+        else:
+            results[outcome.path] = outcome
+    return Workspace(results, tuple(sorted(problems, key=lambda p: p.path)), cache_hits=hits, checked=len(paths))
 
 
 def _summary_problems(analyses: Iterable[FileAnalysis]) -> tuple[FileProblem, ...]:

@@ -77,10 +77,13 @@ def test_second_run_reads_the_cache(tmp_path: Path, fake_analyzer: FakeAnalyzer)
     assert first.cache_hits == 0
     assert len(fake_analyzer.summarized) == 3
 
+    assert fake_analyzer.linked == 1
+
     fake_analyzer.summarized.clear()
     second = scan([str(tmp_path / "a.py"), str(tmp_path / "b.py"), str(tmp_path / "bad.py")], Settings(), cache)
     assert second.cache_hits == 3
     assert fake_analyzer.summarized == []
+    assert fake_analyzer.linked == 1  # the unchanged set of files was not even linked again
     assert second.findings == first.findings
     assert second.problems == first.problems  # syntax errors are cached too
 
@@ -88,6 +91,7 @@ def test_second_run_reads_the_cache(tmp_path: Path, fake_analyzer: FakeAnalyzer)
     third = scan([str(tmp_path / "a.py"), str(tmp_path / "b.py"), str(tmp_path / "bad.py")], Settings(), cache)
     assert third.cache_hits == 2
     assert fake_analyzer.summarized == [str(tmp_path / "b.py")]
+    assert fake_analyzer.linked == 2
     assert [f.span.line for f in third.findings] == [1, 1]
 
 
@@ -193,3 +197,43 @@ def test_an_open_document_replaces_its_file_in_the_workspace(tmp_path: Path, fak
     assert internal == ()
     assert sorted((os.path.basename(f.path), f.span.line) for f in findings) == [("a.py", 1), ("b.py", 3)]
     assert fake_analyzer.summarized == [str(tmp_path / "b.py")]  # only the edited document is re-analysed
+
+
+def test_linked_cache_is_not_stale_about_unreadable_or_removed_files(
+    tmp_path: Path, fake_analyzer: FakeAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tree(tmp_path, {"a.py": "MARK\n", "locked.py": "MARK\n"})
+    cache = AnalysisCache.in_root(tmp_path / "cache")
+    real_read = scan_module.read_bytes
+    locked = {str(tmp_path / "locked.py")}
+
+    def read_bytes(path: str) -> bytes | scan_module.FileProblem:
+        if path in locked:
+            return scan_module.FileProblem(path, "cannot read: Permission denied")
+        return real_read(path)
+
+    monkeypatch.setattr(scan_module, "read_bytes", read_bytes)
+    first = scan([str(tmp_path)], Settings(), cache)
+    assert [p.message for p in first.problems] == ["cannot read: Permission denied"]
+    assert [os.path.basename(f.path) for f in first.findings] == ["a.py"]
+
+    (tmp_path / "locked.py").unlink()
+    second = scan([str(tmp_path)], Settings(), cache)  # same readable files: served from the linked cache
+    assert fake_analyzer.linked == 1
+    assert second.problems == ()
+    assert [os.path.basename(f.path) for f in second.findings] == ["a.py"]
+
+    locked.clear()
+    (tmp_path / "locked.py").write_text("MARK\n", encoding="utf-8")
+    third = scan([str(tmp_path)], Settings(), cache)
+    assert fake_analyzer.linked == 2
+    assert [os.path.basename(f.path) for f in third.findings] == ["a.py", "locked.py"]
+
+
+def test_settings_apply_to_the_cached_linked_result(tmp_path: Path, fake_analyzer: FakeAnalyzer) -> None:
+    _tree(tmp_path, {"a.py": "MARK\nMARK  # dynamo-lens: ignore\n"})
+    cache = AnalysisCache.in_root(tmp_path / "cache")
+    assert [f.span.line for f in scan([str(tmp_path)], Settings(), cache).findings] == [1]
+    assert scan([str(tmp_path)], Settings(ignore=("DL101",)), cache).findings == ()
+    assert [f.span.line for f in scan([str(tmp_path)], Settings(), cache).findings] == [1]
+    assert fake_analyzer.linked == 1
