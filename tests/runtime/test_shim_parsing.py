@@ -174,6 +174,14 @@ def test_guard_lists_beyond_the_report_budget_are_counted_and_named(monkeypatch:
     assert any("keeps at most 7 guards" in m for m in report.missing)
 
 
+def test_malformed_events_are_skipped_and_named() -> None:
+    events = _events("/w/m.py")
+    del events[1]["frame_id"]
+    report = RunReport.from_json(shim.build_report(events))
+    assert any("malformed 'compile_start' event was skipped" in m for m in report.missing)
+    assert [e.compile_id for e in report.frames[0].cache_entries] == ["0/1"]  # the rest of the stream still counts
+
+
 def test_the_shim_imports_only_the_standard_library_and_torch() -> None:
     tree = ast.parse(SHIM_PATH.read_text(encoding="utf-8"))
     imported: set[str] = set()

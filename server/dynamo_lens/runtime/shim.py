@@ -439,7 +439,10 @@ class ReportBuilder:
 
     def build(self) -> Event:
         for event in self.events:
-            self._fold(event)
+            try:
+                self._fold(event)
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                self.errors.append(f"a malformed {event.get('ev')!r} event was skipped ({type(exc).__name__}: {exc})")
         for (epoch, compile_id), entry in self.live.items():
             frame = self._frame_of(epoch, compile_id)
             if frame is not None:
@@ -961,7 +964,12 @@ class EventStream:
     def __init__(self, path: str | None) -> None:
         self.events: list[Event] = []
         self.lock = threading.RLock()
-        self.handle = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115 - lives as long as the run
+        self.open_error: str | None = None
+        self.handle = None
+        try:
+            self.handle = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115 - lives with the run
+        except OSError as exc:
+            self.open_error = f"the event stream {path!r} could not be written ({exc.strerror or exc})"
         self.epoch = 0
         self.enabled = True
 
@@ -1094,6 +1102,8 @@ class Collector:
         self.finished = False
         self.finish_lock = threading.Lock()
         self.reported_errors: set[str] = set()
+        if self.stream.open_error:
+            self.missing.append(f"{self.stream.open_error}: a killed run would leave nothing")
 
     # -- set-up -------------------------------------------------------------------------------------------------------
 
