@@ -297,6 +297,32 @@ def test_tensor_failures_are_blamed_on_the_triggering_call(tmp_path: Path) -> No
     assert (stats.compiles, stats.recompiles, stats.limit_hit) == (2, 1, None)
 
 
+def test_a_module_reached_through_a_container_is_spelled_as_its_own_code_reads_it(tmp_path: Path) -> None:
+    script = tmp_path / "seq.py"
+    script.write_text(
+        "class Counter(nn.Module):\n    def forward(self, x):\n        self.count += 1\n        return x * self.count\n"
+    )
+    path = str(script)
+    ref = FrameRef("forward", "/torch/nn/modules/container.py", 240, 0, 0)
+    failed = FailedGuard(
+        "0/0", "fn._modules['1'].count == 1", "EQUALS_MATCH", "L['fn']._modules['1'].count", path, 3, "guard"
+    )
+    report = RunReport(
+        torch_version="2.13.0",
+        python="3.11",
+        argv=(path,),
+        exit_code=0,
+        frames=(Frame("forward", "/torch/nn/modules/container.py", 240, 0, 0, False, (_entry("0/0"), _entry("0/1"))),),
+        recompiles=(Recompile("0/1", ref, (failed,)),),
+    )
+    (finding,) = findings_from_report(report)
+    assert (finding.span.line, finding.span.column, finding.span.end_column) == (3, 9, 19)
+    assert finding.message.startswith(
+        "recompiled 1\N{MULTIPLICATION SIGN}: `self.count == 1` failed (EQUALS_MATCH) (Dynamo's name: `fn[1].count`, "
+        "reached through a container module)"
+    )
+
+
 def test_a_recompile_without_reason_falls_back_to_the_def(tmp_path: Path) -> None:
     path = str(tmp_path / "gone.py")  # never written: attribution must not need the file
     ref = FrameRef("f", path, 3, 0, 0)

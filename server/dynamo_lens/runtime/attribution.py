@@ -198,7 +198,10 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
     last = group[-1]
     failed = last.failed
     source = readable_source(failed.source) if failed is not None and failed.source else None
+    spelled = _user_spelling(source, lines.text(last.path, last.line))
     what = _failure_text(failed)
+    if source is not None and spelled is not None and spelled != source:
+        what = what.replace(source, spelled, 1) + f" (Dynamo's name: `{source}`, reached through a container module)"
     message = f"recompiled {len(group)}{_MULT}: {what} in `{frame_label(frame)}`"
     resumed = _RESUME.match(frame.name)
     if source is not None and source.startswith("___stack") and resumed is not None:
@@ -237,6 +240,18 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
         if failed.hint:
             data["hint"] = failed.hint
     return _finding(RECOMPILED, span, message, related, data)
+
+
+def _user_spelling(source: str | None, line_text: str | None) -> str | None:
+    """How the user's line spells a guarded attribute. A frame compiled through a container or a decorated forward
+    names the module by its path from the compiled object (``fn[1].count``); the user's own class reads
+    ``self.count``, and that is what the message should say."""
+    if source is None or line_text is None or source.startswith("self.") or "." not in source:
+        return source
+    attribute = source.rsplit(".", 1)[1]
+    if attribute.isidentifier() and re.search(rf"(?<![\w.])self\.{attribute}(?!\w)", line_text):
+        return f"self.{attribute}"
+    return source
 
 
 def _installing_guard(frame: Frame, failed: FailedGuard | None) -> Guard | None:
