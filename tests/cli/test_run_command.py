@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dynamo_lens.cli import main
-from dynamo_lens.cli.run_command import exit_code, parse_target
+from dynamo_lens.cli.run_command import budget_problems, exit_code, parse_target
 from dynamo_lens.runtime.runner import RunOutcome, Target
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,6 +74,11 @@ def test_exit_code_is_the_scripts_unless_a_clean_run_exceeded_a_budget(
     code: int | None, exceeded: bool, expected: int
 ) -> None:
     assert exit_code(_outcome(code), exceeded=exceeded) == expected
+
+
+def test_budgets_fail_closed_without_a_report() -> None:
+    assert budget_problems(None, None, None) == []
+    assert budget_problems(None, 3, None) == ["budget not checked: the run left no report"]
 
 
 # --------------------------------------------------------------------------------------------------------------------

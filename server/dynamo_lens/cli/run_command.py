@@ -158,9 +158,12 @@ def exit_code(outcome: RunOutcome, *, exceeded: bool) -> int:
 
 
 def budget_problems(report: RunReport | None, max_recompiles: int | None, max_graph_breaks: int | None) -> list[str]:
-    """One message per exceeded ``--max-*`` budget (an empty list when every budget holds)."""
+    """One message per exceeded ``--max-*`` budget (an empty list when every budget holds). Without a report the
+    budgets cannot be checked, which counts as exceeded: a CI gate must not pass on a run it could not see."""
     if report is None:
-        return []
+        if max_recompiles is None and max_graph_breaks is None:
+            return []
+        return ["budget not checked: the run left no report"]
     problems: list[str] = []
     recompiles = len(report.recompiles)
     if max_recompiles is not None and recompiles > max_recompiles:
