@@ -214,7 +214,7 @@ def current_diagnostics(server: DynamoLensServer, state: DocumentState) -> list[
 
 def publish(server: DynamoLensServer, paths: Sequence[str]) -> None:
     """Push the diagnostics of ``paths`` (or ask a pull client to pull again)."""
-    if not paths:
+    if not paths or server.stopping:
         return
     for path in paths:
         server.documents.get(path).published += 1
@@ -296,6 +296,6 @@ def _report_progress(server: DynamoLensServer, token: str | None, message: str, 
 
 
 def end_progress(server: DynamoLensServer, token: str | None) -> None:
-    if token is not None:
+    if token is not None and not server.stopping:
         server.work_done_progress.end(token, types.WorkDoneProgressEnd())
         server.work_done_progress.tokens.pop(token, None)

@@ -30,6 +30,14 @@ def register(server: DynamoLensServer) -> None:
         await refresh_configuration(server)
         diagnostics.start_workspace_scan(server)
 
+    @server.feature(types.SHUTDOWN)
+    @server.guarded()
+    def shutdown(params: None) -> None:
+        server.stopping = True
+        for task in (server.workspace_scan, server.relink):
+            if task is not None:
+                task.cancel()
+
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     @server.guarded()
     async def did_change_configuration(params: types.DidChangeConfigurationParams) -> None:

@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import logging
 import os
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -33,6 +34,8 @@ from dynamo_lens.lsp.runs import RunStore
 from dynamo_lens.lsp.settings import ServerSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+logger = logging.getLogger(__name__)
 
 NAME = "dynamo-lens"
 
@@ -56,6 +59,9 @@ class DynamoLensServer(LanguageServer):
         self.relink: asyncio.Future[None] | None = None
         """The last workspace-wide re-link (after a settings change with no open document)."""
         self._error_shown = False
+        self._reporting = False
+        self.stopping = False
+        """Set on ``shutdown``: background work stops talking to the client (its stream is about to close)."""
         self._disk_lines: dict[str, tuple[float, list[str]]] = {}
 
     # -- logging -----------------------------------------------------------------------------------------------
@@ -68,12 +74,26 @@ class DynamoLensServer(LanguageServer):
 
     def report_internal_error(self, where: str, error: BaseException) -> None:
         text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-        self.log(f"dynamo-lens: {where} failed:\n{text}", types.MessageType.Error)
-        if not self._error_shown:
-            self._error_shown = True
-            self.show(
-                f"Dynamo Lens: {where} failed ({error}); see the Dynamo Lens output log.", types.MessageType.Error
-            )
+        logger.error("%s failed:\n%s", where, text)
+        if self.stopping or self._reporting:
+            return  # the client is going away, or reporting itself failed: stderr only
+        self._reporting = True
+        try:
+            self.log(f"dynamo-lens: {where} failed:\n{text}", types.MessageType.Error)
+            if not self._error_shown:
+                self._error_shown = True
+                message = f"Dynamo Lens: {where} failed ({error}); see the Dynamo Lens output log."
+                self.show(message, types.MessageType.Error)
+        finally:
+            self._reporting = False
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """pygls' hook for errors outside a handler's answer (a failed notification handler, a failed write). A
+        failed request has already been answered with its error, so it is only logged."""
+        if source is FeatureRequestError:
+            logger.info("request failed: %s", error)
+            return
+        self.report_internal_error(getattr(source, "__name__", "the server"), error)
 
     def guarded(self, empty: Any = None) -> Callable[[F], F]:
         """Decorator: the error policy above, for sync and async handlers alike."""
