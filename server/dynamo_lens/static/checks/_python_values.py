@@ -71,18 +71,24 @@ class TensorInference:
         self.statements = statements
         self._assigned: dict[str, list[ast.expr]] | None = None
         self._names: dict[str, bool] = {}
-        """Memo of local names already decided (False while being decided, so cycles end)."""
+        """Memo of local names already decided."""
+        self._deciding: list[str] = []
 
     def _name_is_tensor(self, name: str) -> bool:
         if name in self.annotated:
             return True
         if name in self._names:
             return self._names[name]
+        if name in self._deciding:
+            # `y = y + 1` while deciding `y`: assume the name itself is a tensor (its other values decide); a name
+            # further out in the chain counts as not proven, so nothing undecided is ever cached as a tensor.
+            return name == self._deciding[-1]
         if self._assigned is None:
             self._assigned = self._collect_assignments()
-        self._names[name] = False
         values = self._assigned.get(name)
+        self._deciding.append(name)
         decided = bool(values) and all(self.is_tensor(v) for v in values or ())
+        self._deciding.pop()
         self._names[name] = decided
         return decided
 
@@ -202,10 +208,12 @@ def _merge(kinds: Iterable[ValueKind]) -> ValueKind:
 
 def merge_kinds(kinds: Iterable[ValueKind]) -> ValueKind:
     """One kind for a name bound several times: the known kinds if they agree (``none`` then an object counts as
-    the object's kind), ``unknown`` otherwise."""
+    the object's kind, ints mixed with floats as ``float``), ``unknown`` otherwise."""
     found = set(kinds) - {"unknown"}
     if len(found) > 1:
         found.discard("none")
+    if found == {"int", "float"}:
+        return "float"  # `LR = 0` then floats: a float that started as an int
     return found.pop() if len(found) == 1 else "unknown"
 
 

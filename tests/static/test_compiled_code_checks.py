@@ -1,0 +1,314 @@
+"""What DL204/DL205/DL301/DL302 say beyond the line: severity by reachability and cost, the related locations,
+the names and registry ids in messages, and the places they must stay silent. (Lines against real torch runs:
+test_torch_agreement.py; fixtures: test_fixtures.py.)"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from dynamo_lens.model import Finding, Severity
+from dynamo_lens.static import link, summarize
+
+
+def analyse(*files: tuple[str, str]) -> list[Finding]:
+    return link([summarize(path, textwrap.dedent(text)) for path, text in files])
+
+
+def only(findings: list[Finding], code: str) -> list[Finding]:
+    return [f for f in findings if f.code == code]
+
+
+def test_uncompiled_module_forward_is_a_hint_and_a_plain_function_is_silent() -> None:
+    findings = analyse(
+        (
+            "/ws/net.py",
+            """
+            import torch
+            from torch import nn
+
+            def report(t):
+                print("mean", t.mean().item())
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    print(x.shape)
+                    return self.scale(x)
+
+                def scale(self, x):
+                    return x * x.sum().item()
+            """,
+        )
+    )
+    assert [(f.span.line, f.severity) for f in only(findings, "DL301")] == [(10, Severity.HINT), (14, Severity.HINT)]
+
+
+def test_compiled_in_another_file_is_a_warning_with_the_site_as_related() -> None:
+    findings = analyse(
+        (
+            "/ws/model.py",
+            """
+            from torch import nn
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    print(x.shape)
+                    return x
+            """,
+        ),
+        (
+            "/ws/train.py",
+            """
+            import torch
+            from model import Net
+
+            model = torch.compile(Net())
+            """,
+        ),
+    )
+    [found] = only(findings, "DL301")
+    assert (found.span.path, found.span.line, found.severity) == ("/ws/model.py", 6, Severity.WARNING)
+    assert [(r.span.path, r.span.line, r.message) for r in found.related] == [("/ws/train.py", 5, "compiled here")]
+    assert "GB0059" in found.message and found.data["gb_id"] == "GB0059"
+
+
+def test_disabled_helper_is_not_traced() -> None:
+    findings = analyse(
+        (
+            "/ws/a.py",
+            """
+            import torch
+
+            @torch.compiler.disable
+            def log_stats(t):
+                print("mean", t.mean().item())
+
+            @torch.compile
+            def f(x):
+                log_stats(x)
+                return x + 1
+            """,
+        )
+    )
+    assert only(findings, "DL301") == []
+
+
+def test_item_message_names_the_call_and_the_config_switch() -> None:
+    findings = analyse(
+        (
+            "/ws/a.py",
+            """
+            import torch as T
+
+            @T.compile
+            def f(x):
+                return x / x.sum().item()
+            """,
+        )
+    )
+    [found] = only(findings, "DL301")
+    assert "`x.sum().item()`" in found.message
+    assert "GB0124" in found.message and "capture_scalar_outputs = True" in found.message
+    assert (found.span.column, found.span.end_column) == (16, 30)
+
+
+@pytest.mark.parametrize(
+    ("initial", "value", "severity"),
+    [
+        ("0", "step", Severity.WARNING),
+        ("'start'", "f'mode{step}'", Severity.WARNING),
+        ("[]", "[0] * step", Severity.WARNING),
+        ("0", "step / 10", Severity.INFO),
+        ("False", "step % 2 == 0", Severity.INFO),
+    ],
+)
+def test_global_severity_follows_the_value_kind(initial: str, value: str, severity: Severity) -> None:
+    findings = analyse(
+        (
+            "/ws/a.py",
+            f"""
+            import torch
+
+            SETTING = {initial}
+
+            @torch.compile
+            def f(x):
+                return x, SETTING
+
+            for step in range(10):
+                SETTING = {value}
+                f(1)
+            """,
+        )
+    )
+    [found] = only(findings, "DL204")
+    assert (found.span.line, found.severity) == (8, severity)
+    assert "`SETTING`" in found.message and "torch 2.13" in found.message
+    assert [r.span.line for r in found.related] == [11, 6]
+    assert [r.message for r in found.related] == ["`SETTING` assigned here", "compiled here"]
+
+
+def test_global_of_unknown_kind_or_tensor_is_silent() -> None:
+    findings = analyse(
+        (
+            "/ws/a.py",
+            """
+            import torch
+
+            CACHE = make_cache()
+            WEIGHT = torch.ones(3)
+
+            @torch.compile
+            def f(x):
+                return x * WEIGHT + CACHE
+
+            for step in range(10):
+                CACHE = make_cache()
+                WEIGHT = torch.ones(3) * step
+                f(x)
+            """,
+        )
+    )
+    assert only(findings, "DL204") == []
+
+
+def test_global_shadowed_by_parameter_or_enclosing_local_is_not_the_global() -> None:
+    findings = analyse(
+        (
+            "/ws/a.py",
+            """
+            import torch
+
+            N = 0
+
+            @torch.compile
+            def f(x, N):
+                return x * N
+
+            def outer():
+                N = 3
+
+                @torch.compile
+                def g(x):
+                    return x * N
+                return g
+
+            for step in range(10):
+                N = step
+            """,
+        )
+    )
+    assert only(findings, "DL204") == []
+
+
+def test_closure_rebound_before_the_definition_only_is_silent() -> None:
+    findings = analyse(
+        (
+            "/ws/a.py",
+            """
+            import torch
+
+            def run(x):
+                total = 0
+                for v in range(3):
+                    total += v
+
+                @torch.compile
+                def f(x):
+                    return x * total
+
+                for _ in range(10):
+                    f(x)
+            """,
+        )
+    )
+    assert only(findings, "DL205") == []
+
+
+def test_closure_rebound_in_the_loop_that_defines_the_compiled_function() -> None:
+    """A fresh closure compiled on every iteration: torch 2.13 recompiles once (`k == 2`), then goes dynamic."""
+    findings = analyse(
+        (
+            "/ws/a.py",
+            """
+            import torch
+
+            def run(x):
+                for i in range(10):
+                    k = i + 2
+
+                    @torch.compile
+                    def f(x):
+                        return x * k
+
+                    f(x)
+            """,
+        )
+    )
+    [found] = only(findings, "DL205")
+    assert (found.span.line, found.severity) == (10, Severity.INFO)
+    assert [r.span.line for r in found.related][:1] == [6]
+
+
+@pytest.mark.parametrize(
+    "condition",
+    ["x.shape[0] > 2", "x.dim() == 2", "flag", "x is None", "n > 3", "x.requires_grad", "len(x) > 1"],
+)
+def test_conditions_known_while_tracing_are_not_data_dependent(condition: str) -> None:
+    findings = analyse(
+        (
+            "/ws/a.py",
+            f"""
+            import torch
+
+            @torch.compile
+            def f(x, n: int, flag: bool):
+                if {condition}:
+                    x = x + 1
+                return x
+            """,
+        )
+    )
+    assert only(findings, "DL302") == []
+
+
+@pytest.mark.parametrize(
+    "condition",
+    ["y.sum() > 0", "not y.any()", "y.max() > 1 or n > 3", "torch.isnan(y).any()", "y[0] > 0", "-y.mean() < 0"],
+)
+def test_tensor_conditions_are_data_dependent(condition: str) -> None:
+    findings = analyse(
+        (
+            "/ws/a.py",
+            f"""
+            import torch
+
+            @torch.compile
+            def f(x, n: int):
+                y = torch.relu(x)
+                if {condition}:
+                    y = y + 1
+                return y
+            """,
+        )
+    )
+    [found] = only(findings, "DL302")
+    assert found.span.line == 7 and "GB0170" in found.message
+
+
+def test_int_of_a_python_number_is_not_a_graph_break() -> None:
+    findings = analyse(
+        (
+            "/ws/a.py",
+            """
+            import torch
+
+            @torch.compile
+            def f(x, n, scale: float):
+                rows = int(x.shape[0])
+                return x * float(scale) * int(n) * rows, float(x.sum())
+            """,
+        )
+    )
+    assert [(f.span.line, f.span.column) for f in only(findings, "DL301")] == [(7, 46)]
