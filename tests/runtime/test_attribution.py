@@ -583,3 +583,37 @@ def test_real_state_changed_between_calls_is_blamed_on_each_read(tmp_path: Path)
     assert flag.message.endswith("`self.use_relu` `self.use_relu == True` → `== False`")
     assert "`self.drop.training == True` failed (TRUE_MATCH)" in training.message  # installed inside nn.Dropout
     assert scale_global.data["recompiles"] == 2 and "`SCALE` went 1 → 2 → 3 across 3 entries" in scale_global.message
+
+
+@pytest.mark.slow
+def test_real_counter_inside_a_compiled_sequential_reads_as_the_users_attribute(tmp_path: Path) -> None:
+    report = _run_real(
+        tmp_path,
+        """\
+        import torch
+        from torch import nn
+
+
+        class Counter(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.count = 0
+
+            def forward(self, x):
+                self.count += 1
+                return x * self.count
+
+
+        seq = torch.compile(nn.Sequential(nn.Linear(4, 4), Counter()), backend="eager")
+        for _ in range(3):
+            seq(torch.randn(2, 4))
+        """,
+    )
+    # nn.Sequential.forward is torch code: Dynamo compiles its own wrapper frame and names the attribute fn[1].count.
+    (finding,) = report.findings
+    assert (finding.code, finding.span.line, finding.span.column) == ("DL501", 11, 9)
+    assert finding.message == (
+        "recompiled 2\N{MULTIPLICATION SIGN}: `self.count == 1` failed (EQUALS_MATCH) (Dynamo's name: `fn[1].count`, "
+        "reached through a container module) in `inner (Dynamo's module wrapper)`; `self.count` went 0 → 1 → 2 "
+        "across 3 entries"
+    )

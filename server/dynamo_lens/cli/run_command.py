@@ -26,7 +26,6 @@ from dynamo_lens.output.json_document import render_json
 from dynamo_lens.output.paths import display_path
 from dynamo_lens.output.sarif import render_sarif
 from dynamo_lens.runtime.attribution import FrameStats, frame_stats, merge_findings
-from dynamo_lens.runtime.guard_diff import readable_guard_text
 from dynamo_lens.runtime.report import RunReport
 from dynamo_lens.runtime.runner import RunOutcome, Target, passthrough, run
 from dynamo_lens.scan import scan
@@ -270,7 +269,7 @@ def _frame_table(stats: list[FrameStats]) -> list[str]:
     for stat, row in zip(stats, rows, strict=True):
         lines.append("  ".join(_cell(text, width, i) for i, (text, width) in enumerate(zip(row, widths, strict=True))))
         for blame in stat.culprits:
-            guard = f"`{readable_guard_text(blame.failed.text)}`" if blame.failed is not None else "reason not recorded"
+            guard = f"`{blame.shown}`" if blame.failed is not None else "reason not recorded"
             kind = f" ({blame.failed.kind})" if blame.failed is not None and blame.failed.kind else ""
             how = {"call": "triggered by the call at", "frame": "at"}.get(blame.attributed_to, "guard installed at")
             lines.append(f"    recompile culprit: {guard}{kind}, {how} {_display(blame.path)}:{blame.line}")

@@ -58,6 +58,7 @@ CONFIRMS: dict[str, frozenset[str]] = {
 """Which static codes each runtime code can confirm (the static code predicted what the run observed)."""
 CONFIRMS[LIMIT_HIT] = CONFIRMS[RECOMPILED]
 
+NO_REASON = "the reason was not recorded"
 MESSAGE_DIFF_LIMIT = 3
 """Guard changes shown in a DL501 message; ``data["guard_diffs"]`` keeps every change."""
 
@@ -77,6 +78,10 @@ class Blame:
     line: int
     attributed_to: str
     """``guard`` (the line that installed the failing guard), ``call`` (the call that triggered it) or ``frame``."""
+    source: str | None = None
+    """The failing guard's source as the user's line spells it (``self.count``), else as Dynamo names it."""
+    shown: str = NO_REASON
+    """The failing guard or Dynamo's message, readable, with :attr:`source` spelled as the user writes it."""
 
 
 def findings_from_report(report: RunReport) -> list[Finding]:
@@ -91,15 +96,20 @@ def findings_from_report(report: RunReport) -> list[Finding]:
 
 
 def frame_label(frame: Frame | FrameRef) -> str:
-    """``forward``, or ``forward (resumed after line 28)`` for Dynamo's resume functions."""
+    """``forward``, or ``forward (resumed after line 28)`` for Dynamo's resume functions, or ``inner (Dynamo's
+    module wrapper)`` for the frame Dynamo compiles around a module whose ``forward`` is torch code (``nn.Sequential``)
+    or decorated (``@torch.no_grad()``): every such module shares that one frame, its cache and its recompile limit."""
+    if frame.name == "inner" and frame.path.replace(os.sep, "/").endswith("torch/_dynamo/external_utils.py"):
+        return "inner (Dynamo's module wrapper)"
     match = _RESUME.match(frame.name)
     if match is None:
         return frame.name
     return f"{match.group('fn')} (resumed after line {match.group('line')})"
 
 
-def blame_recompiles(report: RunReport, frame: Frame) -> list[Blame]:
+def blame_recompiles(report: RunReport, frame: Frame, lines: _SourceLines | None = None) -> list[Blame]:
     """Each recompile of ``frame`` with the place it is blamed on, in compile order."""
+    lines = lines or _SourceLines()
     blames: list[Blame] = []
     for recompile in report.recompiles:
         if report.frame(recompile.frame) is not frame:
@@ -107,11 +117,17 @@ def blame_recompiles(report: RunReport, frame: Frame) -> list[Blame]:
         failed = _culprit(recompile.failed_guards)
         if failed is not None and failed.path is not None and failed.line is not None:
             via = failed.attributed_to if failed.attributed_to != "none" else "guard"
-            blames.append(Blame(recompile, failed, failed.path, failed.line, via))
+            path, line = failed.path, failed.line
         elif recompile.call_site is not None:
-            blames.append(Blame(recompile, failed, recompile.call_site.path, recompile.call_site.line, "call"))
+            via, path, line = "call", recompile.call_site.path, recompile.call_site.line
         else:
-            blames.append(Blame(recompile, failed, frame.path, frame.line, "frame"))
+            via, path, line = "frame", frame.path, frame.line
+        source = readable_source(failed.source) if failed is not None and failed.source else None
+        spelled = _user_spelling(source, lines.text(path, line))
+        shown = readable_guard_text(failed.text) if failed is not None else NO_REASON
+        if source is not None and spelled is not None:
+            shown = shown.replace(source, spelled, 1)
+        blames.append(Blame(recompile, failed, path, line, via, spelled, shown))
     return sorted(blames, key=lambda b: _compile_order(b.recompile.compile_id))
 
 
@@ -147,10 +163,11 @@ class FrameStats:
 def frame_stats(report: RunReport) -> list[FrameStats]:
     """Per compiled frame (frames Dynamo skipped entirely are left out), in the report's order."""
     stats: list[FrameStats] = []
+    lines = _SourceLines()
     for frame in report.frames:
         if frame.skipped:
             continue
-        blames = blame_recompiles(report, frame)
+        blames = blame_recompiles(report, frame, lines)
         last_by_line: dict[tuple[str, int], Blame] = {}
         for blame in blames:
             last_by_line.pop((blame.path, blame.line), None)
@@ -180,7 +197,7 @@ def frame_stats(report: RunReport) -> list[FrameStats]:
 def _recompiled(report: RunReport, lines: _SourceLines) -> list[Finding]:
     findings: list[Finding] = []
     for frame in report.frames:
-        blames = blame_recompiles(report, frame)
+        blames = blame_recompiles(report, frame, lines)
         diffs = frame_diffs(frame)
         if not blames:
             if frame.compiles_ok > 1:
@@ -198,15 +215,14 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
     last = group[-1]
     failed = last.failed
     source = readable_source(failed.source) if failed is not None and failed.source else None
-    spelled = _user_spelling(source, lines.text(last.path, last.line))
-    what = _failure_text(failed)
-    if source is not None and spelled is not None and spelled != source:
-        what = what.replace(source, spelled, 1) + f" (Dynamo's name: `{source}`, reached through a container module)"
+    what = f"`{last.shown}` failed ({failed.kind})" if failed is not None and failed.kind else _failure_text(failed)
+    if source is not None and last.source != source:
+        what += f" (Dynamo's name: `{source}`, reached through a container module)"
     message = f"recompiled {len(group)}{_MULT}: {what} in `{frame_label(frame)}`"
     resumed = _RESUME.match(frame.name)
     if source is not None and source.startswith("___stack") and resumed is not None:
         message += f" (`{source}`: the value computed on line {resumed.group('line')}, carried across the graph break)"
-    detail = _change_summary(frame, source, diffs, last.recompile, failed.kind if failed is not None else None)
+    detail = _change_summary(frame, source, last.source, diffs, last.recompile, failed.kind if failed else None)
     if detail:
         message += f"; {detail}"
     span = lines.span(last.path, last.line, [source] if source else [])
@@ -287,20 +303,26 @@ def _recompiled_without_reasons(frame: Frame, diffs: list[EntryDiff], lines: _So
 
 def _failure_text(failed: FailedGuard | None) -> str:
     if failed is None:
-        return "the reason was not recorded"
+        return NO_REASON
     text = readable_guard_text(failed.text)
     kind = f" ({failed.kind})" if failed.kind else ""
     return f"`{text}` failed{kind}"
 
 
 def _change_summary(
-    frame: Frame, source: str | None, diffs: list[EntryDiff], recompile: Recompile, kind: str | None
+    frame: Frame,
+    source: str | None,
+    spelled: str | None,
+    diffs: list[EntryDiff],
+    recompile: Recompile,
+    kind: str | None,
 ) -> str:
     if source is not None:
         history = value_history(frame, source)
         if len(set(history)) >= 3 and "dynamic" not in history:
             shown = history if len(history) <= 5 else [*history[:3], "\N{HORIZONTAL ELLIPSIS}", history[-1]]
-            label = f"len({source})" if kind in LENGTH_KINDS else source
+            name = spelled or source
+            label = f"len({name})" if kind in LENGTH_KINDS else name
             return f"`{label}` went " + " → ".join(shown) + f" across {len(history)} entries"
     for diff in reversed(diffs):
         if diff.newer == recompile.compile_id:
@@ -324,7 +346,7 @@ def _limit_hits(report: RunReport, lines: _SourceLines) -> list[Finding]:
 
 def _limit_hit(report: RunReport, hit: LimitHit, frame: Frame | None, lines: _SourceLines) -> Finding | None:
     """The DL502 finding; None when the hit names no place at all (no frame, no ``function`` text to read)."""
-    blames = blame_recompiles(report, frame) if frame is not None else []
+    blames = blame_recompiles(report, frame, lines) if frame is not None else []
     limit = f"{hit.limit} ({hit.value})" if hit.value is not None else hit.limit
     label = f"`{frame_label(frame)}`" if frame is not None else (hit.function or "a compiled frame")
     entries = frame.compiles_ok if frame is not None else None
@@ -342,7 +364,8 @@ def _limit_hit(report: RunReport, hit: LimitHit, frame: Frame | None, lines: _So
         data["frame"] = frame.name
     if blames:
         last = blames[-1]
-        message += f"; last reason: {_failure_text(last.failed)}"
+        kind = f" ({last.failed.kind})" if last.failed is not None and last.failed.kind else ""
+        message += f"; last reason: `{last.shown}` failed{kind}" if last.failed else f"; {_failure_text(None)}"
         source = readable_source(last.failed.source) if last.failed is not None and last.failed.source else None
         span = lines.span(last.path, last.line, [source] if source else [])
     elif frame is not None:
