@@ -6,6 +6,7 @@ break). Each repetition runs the three configurations back to back, in a rotatin
 first; the figures are medians over the repetitions, and the ratios divide each configuration's median by plain's.
 
 * ``wall``: the whole process, as the user waits for it (for Dynamo Lens: the CLI, the shim, the report, the summary);
+* ``cpu``: user + system CPU time of the whole process tree, far less sensitive to other load on the machine;
 * ``loop``: the training loop as the script measures it (compile-dominated);
 * ``steady``: the median step time over the second half of the loop (no compiles: the per-call cost).
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -43,13 +45,16 @@ def command(config: str, report: Path) -> tuple[list[str], dict[str, str]]:
 
 def measure(config: str, report: Path) -> dict[str, float]:
     argv, env = command(config, report)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{config} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     figures = next(json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"loop_s"'))
-    return {"wall": wall, "loop": figures["loop_s"], "steady": figures["steady_step_ms"]}
+    return {"wall": wall, "cpu": cpu, "loop": figures["loop_s"], "steady": figures["steady_step_ms"]}
 
 
 def main() -> int:
@@ -77,16 +82,17 @@ def main() -> int:
         f"{summary['compiles']} compiles, {summary['recompiles']} recompiles, {summary['graph_breaks']} graph breaks"
     )
     print(f"medians of {args.reps} interleaved repetitions (ratio = config / plain)\n")
-    print(f"{'config':<17}{'wall s':>9}{'ratio':>8}{'loop s':>9}{'ratio':>8}{'steady ms':>11}{'ratio':>8}")
-    base = {key: statistics.median(r[key] for r in results["plain"]) for key in ("wall", "loop", "steady")}
+    keys = ("wall", "cpu", "loop", "steady")
+    header = "".join(f"{name:>10}{'ratio':>7}" for name in ("wall s", "cpu s", "loop s", "steady ms"))
+    print(f"{'config':<17}{header}")
+    base = {key: statistics.median(r[key] for r in results["plain"]) for key in keys}
     for config in CONFIGS:
-        med = {key: statistics.median(r[key] for r in results[config]) for key in ("wall", "loop", "steady")}
-        print(
-            f"{config:<17}{med['wall']:>9.2f}{med['wall'] / base['wall']:>8.3f}{med['loop']:>9.2f}"
-            f"{med['loop'] / base['loop']:>8.3f}{med['steady']:>11.2f}{med['steady'] / base['steady']:>8.3f}"
-        )
-    spread = [r["wall"] for r in results["plain"]]
-    print(f"\nplain wall min/max: {min(spread):.2f}/{max(spread):.2f} s (run-to-run noise)")
+        med = {key: statistics.median(r[key] for r in results[config]) for key in keys}
+        print(f"{config:<17}" + "".join(f"{med[k]:>10.2f}{med[k] / base[k]:>7.3f}" for k in keys))
+    for key in ("wall", "cpu"):
+        spread = [r[key] for r in results["plain"]]
+        print(f"plain {key} min/max: {min(spread):.2f}/{max(spread):.2f} s", end="; " if key == "wall" else "\n")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (cpu s is robust to load)")
     return 0
 
 
