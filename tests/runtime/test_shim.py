@@ -84,8 +84,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[
     jobs: dict[str, tuple[tuple[str, ...], Path, dict[str, str]]] = {
         "behaviours": ((behaviours, "first", "--second"), FIXTURES, {}),
         "crash": ((str(FIXTURES / "crash.py"),), FIXTURES, {}),
-        "exits": (("exits.py",), FIXTURES, {}),
-        "traced": (("exits.py",), FIXTURES, {"TRACE_DIR": str(tmp / "trace")}),
+        "exits": (("exits.py",), FIXTURES, {"TRACE_DIR": str(tmp / "trace")}),
         "forks": (("forks.py",), FIXTURES, {}),
         "pytest": (("-m", "pytest", "check_compiled.py::test_counter_recompiles", "-q"), FIXTURES / "pkg", {}),
         "resets": ((str(FIXTURES / "resets.py"),), FIXTURES, {}),
@@ -264,6 +263,23 @@ def test_shape_change_is_attributed_to_the_call_and_goes_dynamic(behaviours: Run
     assert "x: float32[?, 3] stride [3, 1]" in texts
 
 
+def test_grad_mode_and_dtype_failures_point_at_the_users_call(behaviours: Run) -> None:
+    report = behaviours.report
+    frame = frame_named(report, "grad_sensitive", BEHAVIOURS)
+    no_grad, double = recompiles_of(report, frame)
+    assert [(g.kind, g.text, g.line, g.attributed_to) for g in no_grad.failed_guards] == [
+        ("GLOBAL_STATE", "GLOBAL_STATE changed: grad_mode", line_of(BEHAVIOURS, "no-grad-call"), "call")
+    ]
+    assert [(g.kind, g.text, g.line) for g in double.failed_guards] == [
+        ("GLOBAL_STATE", "GLOBAL_STATE changed: grad_mode", line_of(BEHAVIOURS, "double-call")),
+        (
+            "TENSOR_MATCH",
+            "tensor 'x' dtype mismatch. expected Float, actual Double",
+            line_of(BEHAVIOURS, "double-call"),
+        ),
+    ]
+
+
 def test_varying_python_int_argument_specialises_once(behaviours: Run) -> None:
     report = behaviours.report
     frame = frame_named(report, "with_int", BEHAVIOURS)
@@ -348,7 +364,7 @@ def test_sys_exit_keeps_the_scripts_exit_code(runs: dict[str, Future[Run]]) -> N
 
 
 def test_torch_trace_keeps_dynamos_structured_trace_for_tlparse(runs: dict[str, Future[Run]]) -> None:
-    run = runs["traced"].result()
+    run = runs["exits"].result()
     assert run.returncode == 3 and len(run.report.frames) == 1
     logs = list((run.report_path.parent.parent / "trace").glob("dedicated_log_torch_trace_*.log"))
     assert len(logs) == 1 and '"dynamo_start"' in logs[0].read_text(encoding="utf-8")
