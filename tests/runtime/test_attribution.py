@@ -219,7 +219,7 @@ def _counter_report(path: str, compiles: int = 8) -> RunReport:
         exit_code=0,
         frames=(Frame("forward", path, COUNTER_DEF, 0, 0, False, tuple(entries)),),
         recompiles=recompiles,
-        limit_hits=(LimitHit("recompile_limit", 8, "0/7: self.steps == 7", ref, f"0/{compiles}"),),
+        limit_hits=(LimitHit("recompile_limit", 8, "0/7: self.steps == 7", ref, f"0/{compiles}", "", call),),
         summary=Summary(eager_fallback_calls=4),
     )
 
@@ -246,6 +246,10 @@ def test_counter_recompiles_are_blamed_on_the_read_of_the_attribute(counter_file
     assert limit.severity is Severity.ERROR
     assert "recompile_limit (8) hit for `forward`" in limit.message
     assert "(4 such calls in this run)" in limit.message
+    assert [(r.span.line, r.message) for r in limit.related] == [
+        (COUNTER_DEF, "`forward` runs eagerly after the limit"),
+        (COUNTER_CALL, "first call that ran eagerly"),
+    ]
 
 
 def test_a_limit_hit_without_its_frame_is_placed_from_dynamos_function_text(counter_file: str) -> None:

@@ -375,6 +375,9 @@ def _limit_hit(report: RunReport, hit: LimitHit, frame: Frame | None, lines: _So
     if eager is not None:
         data["eager_fallback_calls"] = eager
     related = [_def_related(frame, lines, f"`{frame_label(frame)}` runs eagerly after the limit")] if frame else []
+    if hit.call_site is not None:
+        call = hit.call_site
+        related.append(Related(lines.span(call.path, call.line), "first call that ran eagerly"))
     if span is None:
         place = _FUNCTION_PLACE.search(hit.function)
         if place is None:
