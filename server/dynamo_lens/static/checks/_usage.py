@@ -166,6 +166,12 @@ def _build(ctx: FileContext) -> Usage:
     for at in ctx.nodes(*LOOPS):
         assert isinstance(at.node, LOOPS)
         table.loops.setdefault(scope_key(at.scope), []).append(at.node)
+    if not ctx.compile_sites:
+        for at in ctx.nodes(ast.Call):
+            call = at.node
+            if at.loop_depth > 0 and isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                table.called_in_loop.add(call.func.id)
+        return table  # nothing is compiled here: only DL206 asks, and only about loops
     for at in ctx.nodes(ast.Assign):
         node = at.node
         assert isinstance(node, ast.Assign)
@@ -190,11 +196,14 @@ def _build(ctx: FileContext) -> Usage:
 def _compiled_argument_names(ctx: FileContext) -> dict[Span, str]:
     """Compile-site span → the plain name passed as the thing to compile (``model`` in ``torch.compile(model)``)."""
     spans = {site.span for site in ctx.compile_sites if site.form != "method"}
+    lines = {span.line for span in spans}
     found: dict[Span, str] = {}
     for at in ctx.nodes(ast.Call):
         call = at.node
         assert isinstance(call, ast.Call)
-        if call.args and isinstance(call.args[0], ast.Name) and (span := ctx.span(call)) in spans:
+        if call.lineno not in lines or not call.args or not isinstance(call.args[0], ast.Name):
+            continue
+        if (span := ctx.span(call)) in spans:
             found[span] = call.args[0].id
     return found
 
@@ -242,6 +251,15 @@ def judge_usage(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Fi
         related=candidate.related,
         fixes=candidate.fixes,
     )
+
+
+def site_call(ctx: FileContext, site: CompileSite) -> NodeAt | None:
+    """The recorded call node of a compile site (``torch.compile(...)``, ``model.compile()``), if it is a call."""
+    for at in ctx.nodes(ast.Call):
+        node = at.node
+        if getattr(node, "lineno", 0) == site.span.line and ctx.span(node) == site.span:
+            return at
+    return None
 
 
 def call_named(ctx: FileContext, at: NodeAt, names: frozenset[str]) -> ast.Call | None:

@@ -13,7 +13,7 @@ from dynamo_lens.static.checks._usage import (
     UsageCandidate,
     judge_usage,
     names_in,
-    position,
+    site_call,
     usage,
 )
 from dynamo_lens.static.context import FileContext, NodeAt
@@ -24,11 +24,10 @@ STABLE_BACKEND_CALLS = frozenset({"torch._dynamo.lookup_backend", "torch._dynamo
 
 def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
     table = usage(ctx)
-    calls = {position(at.node): at for at in ctx.nodes(ast.Call)}
     for site in ctx.compile_sites:
         if site.form == "decorator":
             continue  # a decorated def inside a loop is rare; its backend would be the same each time
-        at = _site_call(ctx, calls, site)
+        at = site_call(ctx, site)
         if at is None:
             continue
         call = at.node
@@ -69,13 +68,6 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         yield UsageCandidate(
             RULE.code, ctx.span(call), message, severity, (site,), fixes=tuple(f for f in fixes if f is not None)
         )
-
-
-def _site_call(ctx: FileContext, calls: dict[tuple[int, int], NodeAt], site: CompileSite) -> NodeAt | None:
-    for at in calls.values():
-        if ctx.span(at.node) == site.span:
-            return at
-    return None
 
 
 def _backend(call: ast.Call, site: CompileSite) -> ast.expr | None:

@@ -15,6 +15,7 @@ from dynamo_lens.static.checks._usage import (
     judge_usage,
     loop_scalars,
     scalar_kind,
+    site_call,
     usage,
 )
 from dynamo_lens.static.context import FileContext
@@ -134,11 +135,10 @@ def _ranges_over(site: CompileSite, definitions: dict[str, ast.FunctionDef], par
 
 def _dynamic_fix(ctx: FileContext, site: CompileSite) -> Fix | None:
     """``dynamic=True`` at the compile site (replacing ``dynamic=False``)."""
-    for at in ctx.nodes(ast.Call):
+    at = site_call(ctx, site)
+    if at is not None:
         node = at.node
         assert isinstance(node, ast.Call)
-        if ctx.span(node) != site.span:
-            continue
         for keyword in node.keywords:
             if keyword.arg == "dynamic":
                 return Fix("Compile with dynamic=True", (Edit(ctx.span(keyword.value), "True"),))

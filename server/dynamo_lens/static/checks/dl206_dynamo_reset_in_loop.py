@@ -14,6 +14,8 @@ RESETS = frozenset({"torch._dynamo.reset", "torch.compiler.reset", "torch._dynam
 
 
 def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
+    if "reset" not in ctx.text:
+        return
     table = usage(ctx)
     compile_lines = [site.span.line for site in ctx.compile_sites]
     for at in ctx.nodes(ast.Call):

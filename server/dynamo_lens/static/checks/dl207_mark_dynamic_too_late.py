@@ -31,6 +31,8 @@ MARKS = frozenset(
 
 
 def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
+    if "mark_dynamic" not in ctx.text:
+        return
     table = usage(ctx)
     statements = {position(at.node): at for at in ctx.nodes(ast.Expr)}
     for at in ctx.nodes(ast.Call):

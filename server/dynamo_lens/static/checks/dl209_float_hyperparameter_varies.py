@@ -17,6 +17,8 @@ TENSOR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.full", "
 
 
 def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
+    if not ctx.compile_sites or ("lr_scheduler" not in ctx.text and "param_groups" not in ctx.text):
+        return
     optimizers = _optimizers(ctx)
     if not optimizers:
         return

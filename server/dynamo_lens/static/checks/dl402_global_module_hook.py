@@ -36,6 +36,8 @@ class GlobalHook(Candidate):
 
 
 def collect(ctx: FileContext) -> Iterator[GlobalHook]:
+    if "register_module_" not in ctx.text:
+        return
     table = usage(ctx)
     every_site = {handle.site for handle in table.handles.values()}
     for at in ctx.nodes(ast.Call):
