@@ -95,6 +95,11 @@ def scan(paths: Sequence[str], settings: Settings, cache: AnalysisCache | None) 
     With a cache, the linked result of the exact set of files (every path and content) is cached as a whole, so an
     unchanged tree is answered without loading a single per-file summary.
     """
+    with _collector_paused():
+        return _scan(paths, settings, cache)
+
+
+def _scan(paths: Sequence[str], settings: Settings, cache: AnalysisCache | None) -> ScanResult:
     discovery = discover(paths, settings)
     walk_problems = tuple(FileProblem(path, f"cannot list directory: {msg}") for path, msg in discovery.problems)
     keys: dict[str, str] = {}
@@ -146,8 +151,9 @@ def load_workspace(paths: Sequence[str], settings: Settings, cache: AnalysisCach
 
 def analyse_files(paths: Sequence[str], cache: AnalysisCache | None) -> Workspace:
     """The per-file pass over ``paths`` (absolute): cached results where the content is unchanged, else analysed."""
-    keys = _content_keys(paths, cache)[0] if cache is not None else {}
-    return _analyse(paths, cache, keys)
+    with _collector_paused():
+        keys = _content_keys(paths, cache)[0] if cache is not None else {}
+        return _analyse(paths, cache, keys)
 
 
 def analyse_text(path: str, text: str) -> FileAnalysis | FileProblem:
@@ -255,8 +261,9 @@ def _analyse_chunk(paths: Sequence[str], cache_dir: Path | None) -> list[FileAna
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: ``ast.parse`` allocates millions of objects, none of them in cycles, and
-    the collections they trigger cost ~2x on large files (measured: 50,000 lines parse in 1.3 s instead of 3.0 s)."""
+    """Pause the cyclic garbage collector: ``ast.parse`` and unpickling summaries allocate millions of objects, none
+    of them in cycles, and the collections they trigger cost a lot (measured: 50,000 lines parse in 1.3 s instead
+    of 3.0 s; unpickling summaries 30 % faster)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
