@@ -37,10 +37,12 @@ dynamic after one recompile), or set `torch._dynamo.config.allow_unspec_int_on_n
 ## Known limitations
 The receiver must be a name bound in the same file to a module instance that is compiled (`torch.compile(model)`,
 `model.compile()`) or to the compiled wrapper itself; attributes reached through containers or other objects are
-not followed. Whether `forward` reads the attribute is known only for classes defined in the workspace; for other
-classes the finding is a hint. Values are classified from the assigned expression (literals, arithmetic on loop
-counters, `int()`/`float()`/`str()`); an unknown value is reported at the int severity only when `__init__` set the
-attribute to an int.
+not followed. Only changes made after the compiled module already ran (earlier in the same function, or in a loop
+that calls it) are reported: configuring attributes before the first call costs nothing. Whether compiled code
+reads the attribute is known only for classes defined in the workspace; attributes of other classes (`nn.Linear`)
+are not reported. Values are classified from the assigned expression (literals, comparisons, arithmetic on loop
+counters, `int()`/`float()`/`str()`); otherwise the kind `__init__` gave the attribute is used. A change made once
+(not in a loop) is reported at `info`: one recompile.
 
 ## Fix safety
 No automatic fix: turning an attribute into a buffer changes its type for every other reader.

@@ -27,8 +27,11 @@ Nothing needs to change: two compiled entries are the expected price of two mode
 evaluation mode at all, run evaluation on the uncompiled module (`model(x)` instead of `compiled(x)`).
 
 ## Known limitations
-The analysis does not check whether any submodule reads `training`; a model without `Dropout`/`BatchNorm` compiles
-once and the finding is then only a hint of a cost that does not occur.
+Only a switch *to* eval mode (or to a mode computed at run time) after the compiled module ran is reported, on a
+name bound in the same file. For workspace classes the finding needs a layer that reads `training`: a `Dropout`,
+`BatchNorm`, `InstanceNorm`, RNN or attention layer among the submodules built in `__init__` (recursively), a
+`self.training` read, or a submodule from outside the workspace (assumed to read it). A `torch.nn` layer without
+such behaviour (`nn.Linear`) is not reported; `nn.Sequential` and other containers are.
 
 ## Fix safety
 No fix is offered.

@@ -35,8 +35,11 @@ for batch in loader:
 ```
 
 ## Known limitations
-Functions called from a loop are followed one level, within one file. Whether a backend expression builds a new
-callable is decided from its syntax: a name bound outside the loop is assumed to be stable.
+Functions called from a loop are followed one level, within one file, and are reported only with a fresh backend
+(a helper that compiles per call may compile a different model each time). A loop that compiles something bound in
+the loop (`for m in models: torch.compile(m)`) is not reported. Whether a backend expression builds a new callable
+is decided from its syntax: a name bound outside the loop, and `torch._dynamo.lookup_backend(...)`, are assumed to
+be stable.
 
 ## Fix safety
 Hoisting the `torch.compile` call out of the loop is offered when its arguments do not depend on anything bound in

@@ -17,7 +17,8 @@ every fresh module was a cache miss, dead modules' entries still counted towards
 switch `torchdynamo_force_dynamic = False`: 8 compiles + limit.
 
 Building a module per call is also rarely what was meant: its parameters are freshly initialised on every call and
-never trained. Reported at `info` on torch 2.13.
+never trained. Reported at `info` on torch 2.13, and at `warning` when a constructor keyword that changes with the
+loop counter is stored by `__init__` in an attribute that the module's methods read (the 8 + limit case above).
 
 ## Example
 ```python

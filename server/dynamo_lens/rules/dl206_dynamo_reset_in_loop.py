@@ -24,7 +24,8 @@ around the recompile limit, fix the recompiles instead (see `dynamo-lens run`).
 
 ## Known limitations
 Functions called from a loop are followed one level, within one file. A reset under a condition inside the loop
-(`if step % 1000 == 0:`) is still reported.
+(`if step % 1000 == 0:`) is still reported. A loop that also compiles (one reset per experiment, each experiment
+compiling its own model) is not reported.
 
 ## Fix safety
 No automatic fix: where the reset belongs depends on why it was written.

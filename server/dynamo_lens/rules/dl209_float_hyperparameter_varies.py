@@ -32,7 +32,10 @@ for x in loader:
 Wrap the learning rate in a tensor: `torch.optim.Adam(model.parameters(), lr=torch.tensor(0.01))`.
 
 ## Known limitations
-The optimizer, the scheduler and the compiled step must be bound to names in the same file.
+The optimizer (`name = torch.optim.X(...)`), the scheduler or the `param_groups` write, and the compiled step
+(`torch.compile(opt.step)`, or a compiled function of the same file calling `opt.step()`) must all be in one file.
+A learning rate built with `torch.tensor(...)` is not reported. `betas` and other float hyperparameters are not
+followed.
 
 ## Fix safety
 Wrapping the `lr=` value in `torch.tensor(...)` is offered as an unsafe fix: code that reads `group["lr"]` as a float
