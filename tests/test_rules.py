@@ -1,5 +1,7 @@
 """Every catalogue entry is complete: headings, code/module naming, a docs link (ruff's generate_docs check)."""
 
+from pathlib import Path
+
 import pytest
 
 from dynamo_lens.cli import main
@@ -28,3 +30,11 @@ def test_explain_prints_the_docstring(capsys: pytest.CaptureFixture[str]) -> Non
 def test_explain_unknown_code_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "DL999"]) == 2
     assert "unknown code" in capsys.readouterr().err
+
+
+def test_docs_page_is_generated_from_the_docstrings(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/rules.md is what `dynamo-lens explain --format markdown` prints; regenerate it when a docstring changes."""
+    assert main(["explain", "--format", "markdown"]) == 0
+    generated = capsys.readouterr().out
+    committed = (Path(__file__).parent.parent / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert committed == generated, "docs/rules.md is stale: run `dynamo-lens explain --format markdown > docs/rules.md`"
