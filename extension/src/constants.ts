@@ -26,6 +26,8 @@ export const ServerCommand = {
   run: "dynamoLens.run",
   showReport: "dynamoLens.showReport",
   clearResults: "dynamoLens.clearResults",
+  /** Used by the server's "Show guards" code lens with `[{uri, line, character}]` (0-based); shown as the hover. */
+  showGuards: "dynamoLens.showGuards",
 } as const;
 
 /** Commands this extension contributes in package.json; distinct ids from the server's so both can be registered. */

@@ -39,7 +39,10 @@ export async function activate(context: ExtensionContext): Promise<void> {
     }
   };
 
-  manager = new ServerManager(context.extensionPath, (params) => void showRun(params));
+  manager = new ServerManager(context.extensionPath, {
+    runStarted: (uri) => status.running(path.basename(api.parseUri(uri).fsPath)),
+    runFinished: (params) => void showRun(params),
+  });
   const server = manager;
   context.subscriptions.push(
     channel,

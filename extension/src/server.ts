@@ -2,13 +2,14 @@ import type { Disposable } from "vscode";
 import {
   ConfigurationRequest,
   LanguageClient,
+  type Middleware,
   ResponseError,
   RevealOutputChannelOn,
   TransportKind,
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
-import { bootstrapScript, CLIENT_ID, CONFIG_SECTION, DISPLAY_NAME, RUN_FINISHED } from "./constants";
+import { bootstrapScript, CLIENT_ID, CONFIG_SECTION, DISPLAY_NAME, RUN_FINISHED, ServerCommand } from "./constants";
 import { logChannel, logger } from "./logger";
 import { chooseInterpreter, interpreterFromPythonExtension, probePython, type Interpreter } from "./python";
 import { readSettings, toServerSettings, type ServerSettings } from "./settings";
@@ -35,6 +36,20 @@ export async function resolveInterpreter(): Promise<Interpreter> {
   return chooseInterpreter(fromExtension, settings.interpreter);
 }
 
+/** What the rest of the extension learns from the server. */
+export interface ServerEvents {
+  /** A run started through a server command (e.g. the "▶ Run with Dynamo Lens" code lens) for this file URI. */
+  runStarted(uri: string): void;
+  /** The `dynamoLens/runFinished` notification's params. */
+  runFinished(params: unknown): void;
+}
+
+/** The first argument of a server command, when it is an object. */
+function commandArgument(args: unknown[]): Record<string, unknown> {
+  const first = args[0];
+  return typeof first === "object" && first !== null ? (first as Record<string, unknown>) : {};
+}
+
 /**
  * Starts, stops and restarts the language server. Restarts are queued so two triggers in a row (trust granted while
  * the interpreter changes) never start two servers.
@@ -46,7 +61,7 @@ export class ServerManager implements Disposable {
 
   constructor(
     private readonly extensionRoot: string,
-    private readonly onRunFinished: (params: unknown) => void,
+    private readonly events: ServerEvents,
   ) {}
 
   current(): LanguageClient | undefined {
@@ -98,7 +113,7 @@ export class ServerManager implements Disposable {
       `Python ${probe.version.join(".")}; workspace ${api.isWorkspaceTrusted() ? "trusted" : "untrusted: runs disabled"}`,
     );
     const client = this.createClient(interpreter, cwd);
-    client.onNotification(RUN_FINISHED, (params: unknown) => this.onRunFinished(params));
+    client.onNotification(RUN_FINISHED, (params: unknown) => this.events.runFinished(params));
     this.client = client;
     try {
       await client.start();
@@ -130,10 +145,28 @@ export class ServerManager implements Disposable {
         workspace: {
           configuration: this.configuration,
         },
+        executeCommand: this.executeCommand,
       },
     };
     return new LanguageClient(CLIENT_ID, DISPLAY_NAME, serverOptions, clientOptions);
   }
+
+  /**
+   * Server commands invoked from code lenses: a run shows "running" in the status bar; "Show guards" opens the
+   * hover at that place (the server's hover already renders the guards) instead of discarding the markdown.
+   */
+  private readonly executeCommand: Middleware["executeCommand"] = async (command, args, next) => {
+    const argument = commandArgument(args);
+    if (command === ServerCommand.showGuards && typeof argument.uri === "string" && typeof argument.line === "number") {
+      const character = typeof argument.character === "number" ? argument.character : 0;
+      await api.showHoverAt(api.parseUri(argument.uri), argument.line, character);
+      return undefined;
+    }
+    if (command === ServerCommand.run && typeof argument.uri === "string") {
+      this.events.runStarted(argument.uri);
+    }
+    return next(command, args);
+  };
 
   /** Answers `workspace/configuration` for our section with the resolved settings (chosen interpreter, trust). */
   private readonly configuration: ConfigurationRequest.MiddlewareSignature = async (params, token, next) => {

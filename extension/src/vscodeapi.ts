@@ -81,6 +81,13 @@ export async function showJsonDocument(content: string): Promise<void> {
   await window.showTextDocument(document, { preview: true, viewColumn: ViewColumn.Beside });
 }
 
+/** Puts the cursor at a 0-based position of `uri` and shows the hover there. */
+export async function showHoverAt(uri: Uri, line: number, character: number): Promise<void> {
+  const position = new Position(line, character);
+  await window.showTextDocument(uri, { selection: new Range(position, position), preserveFocus: false });
+  await commands.executeCommand("editor.action.showHover");
+}
+
 /** Opens `uri` with the cursor on the 1-based `line` (tree view clicks). */
 export async function revealLine(uri: unknown, line: unknown): Promise<void> {
   if (!(uri instanceof Uri) || typeof line !== "number") {

@@ -21,17 +21,27 @@ export async function poll(probe, timeoutMs, intervalMs = 500) {
   return value;
 }
 
-/** Runs a command by its title from the command palette (F1), e.g. "Dynamo Lens: Run Current File". */
+/** Runs a command by its exact title from the command palette (F1), e.g. "Dynamo Lens: Run Current File". */
 export async function runCommand(page, title) {
   await page.keyboard.press("Escape");
   await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
   await input.waitFor({ state: "visible", timeout: 10_000 });
   await input.fill(`>${title}`);
-  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
-  await row.waitFor({ state: "visible", timeout: 10_000 });
-  await page.waitForTimeout(200);
-  await input.press("Enter");
+  const rows = page.locator(".quick-input-list .monaco-list-row");
+  const index = await poll(
+    async () => {
+      const labels = await rows.allInnerTexts();
+      const found = labels.findIndex((label) => label.split("\n")[0].trim() === title);
+      return found >= 0 ? found + 1 : undefined;
+    },
+    10_000,
+    100,
+  );
+  if (!index) {
+    throw new Error(`no command titled "${title}" in the palette: ${JSON.stringify(await rows.allInnerTexts())}`);
+  }
+  await rows.nth(index - 1).click();
   await page.waitForTimeout(300);
 }
 
@@ -47,25 +57,37 @@ export async function openFile(page, name) {
   await page.locator(".editor-instance .monaco-editor .view-lines").first().waitFor({ timeout: 10_000 });
 }
 
-/** Moves the cursor to a 1-based line and column with "Go to Line/Column" (Ctrl+G). */
+/** Moves the cursor to a 1-based line and column with "Go to Line/Column" (Ctrl+G) in the active editor. */
 export async function goTo(page, line, column) {
-  await page.keyboard.press("Escape");
+  await runCommand(page, "View: Focus Active Editor Group");
   await page.keyboard.press("Control+g");
   const input = page.locator(".quick-input-widget input");
   await input.waitFor({ state: "visible", timeout: 10_000 });
-  await input.fill(`${line}:${column}`);
+  await input.fill(`:${line}:${column}`);
   await input.press("Enter");
   await page.waitForTimeout(300);
+}
+
+export async function hidePanel(page) {
+  if (
+    await page
+      .locator(".part.panel")
+      .isVisible()
+      .catch(() => false)
+  ) {
+    await runCommand(page, "View: Hide Panel");
+  }
 }
 
 /** The text of the Problems panel (opened with Ctrl+Shift+M), one row per line. */
 export async function problemsText(page) {
   const panel = page.locator(".markers-panel");
   if (!(await panel.isVisible().catch(() => false))) {
-    await runCommand(page, "View: Focus Problems");
+    await runCommand(page, "View: Focus Problems (Errors, Warnings, Infos)");
     await panel.waitFor({ state: "visible", timeout: 10_000 });
   }
-  return (await page.locator(".markers-panel .monaco-list-row").allInnerTexts()).join("\n");
+  const rows = await page.locator(".markers-panel .monaco-list-row").allInnerTexts();
+  return rows.map((row) => row.replace(/\s*\n\s*/g, " ")).join("\n");
 }
 
 /** The rendered lines of the active editor (what is on screen, including inlay hints and code lenses). */
