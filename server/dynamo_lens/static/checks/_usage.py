@@ -203,8 +203,9 @@ def _compiled_argument_names(ctx: FileContext) -> dict[Span, str]:
         assert isinstance(call, ast.Call)
         if call.lineno not in lines or not call.args or not isinstance(call.args[0], ast.Name):
             continue
-        if (span := ctx.span(call)) in spans:
-            found[span] = call.args[0].id
+        name = call.args[0].id
+        if name not in ctx.assigned_names.get(id(call), ()) and (span := ctx.span(call)) in spans:
+            found[span] = name  # `model = torch.compile(model)` rebinds the name to the wrapper: not eager-only
     return found
 
 
