@@ -91,6 +91,7 @@ CASES = (
     Case("DL112_ok_train_only.py", 1),
     Case("DL112_ok_uncompiled.py", 1),
     Case("DL112_ok_no_mode_layers.py", 1),
+    Case("DL112_ok_eval_every_epoch.py", 1),
     # DL201: a fresh backend callable fails BACKEND_MATCH; the same backend is cached
     Case("DL201_lambda_backend.py", LIMIT, limit_hit=True),
     Case("DL201_partial_backend_helper.py", LIMIT, limit_hit=True),
@@ -121,6 +122,7 @@ CASES = (
     Case("DL206_ok_reset_once.py", 2),
     Case("DL206_ok_per_experiment.py", 2),
     Case("DL206_ok_other_reset.py", 1),
+    Case("DL206_ok_experiment_helper.py", 2),  # one compile per experiment (the same wrapper frame, twice)
     # DL207: marking after the first call costs one compile
     Case("DL207_mark_after_warmup.py", 2),
     Case("DL207_maybe_mark_alias.py", 2),

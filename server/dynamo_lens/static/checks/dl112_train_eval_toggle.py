@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from dynamo_lens.model import Finding, Related, Span
 from dynamo_lens.rules.dl112_train_eval_toggle import RULE
 from dynamo_lens.static.checks import Check
-from dynamo_lens.static.checks._usage import READ_EVENTS, position, scope_key, usage
-from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.checks._usage import READ_EVENTS, Usage, position, scope_key, usage
+from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.summary import Candidate, CompileSite, Ref
 
@@ -47,13 +47,29 @@ def collect(ctx: FileContext) -> Iterator[ModeSwitch]:
         handle = table.handle(scope_key(at.scope), func.value.id)
         if handle is None or not handle.module:
             continue
-        earlier = table.ran_before({handle.site}, at)
+        earlier = table.ran_before({handle.site}, at, next_iteration=_trains_in_loop(table, at, func.value.id))
         if earlier is None:
-            continue  # switched before the first compiled call: only that mode is ever compiled
+            continue  # switched before the first compiled call (every iteration): only that mode is compiled
         cls = handle.site.target.ref if handle.site.target.kind == "instance" else None
         if cls is None:
             cls = table.class_ref(scope_key(at.scope), handle.site.target.text or handle.name, position(call))
         yield ModeSwitch(RULE.code, ctx.span(call), func.value.id, mode, cls, handle.site, ctx.span(earlier.call))
+
+
+def _trains_in_loop(table: Usage, at: NodeAt, name: str) -> bool:
+    """A loop around ``at`` also switches ``name`` back to training mode (so the next iteration trains again)."""
+    for loop in table.enclosing_loops(at):
+        for node in ast.walk(loop):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "train"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == name
+                and _mode("train", node) is None
+            ):
+                return True
+    return False
 
 
 def _mode(method: str, call: ast.Call) -> str | None:
