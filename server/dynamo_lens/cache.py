@@ -68,19 +68,26 @@ class AnalysisCache:
             return None
 
     def store(self, key: str, value: object) -> None:
-        """Write ``value`` atomically; failures (read-only disk, full disk) are ignored."""
+        """Write ``value`` atomically; failures (unpicklable value, read-only or full disk) are ignored."""
+        try:
+            self.store_pickled(key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        except pickle.PicklingError:
+            return
+
+    def store_pickled(self, key: str, blob: bytes) -> None:
+        """Write an already pickled value atomically (a worker process pickles its result once, for both uses)."""
         target = self._entry(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
             try:
                 with os.fdopen(handle, "wb") as out:
-                    pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
+                    out.write(blob)
                 os.replace(temporary, target)
             except BaseException:
                 os.unlink(temporary)
                 raise
-        except (OSError, pickle.PicklingError):
+        except OSError:
             return
 
     def _entry(self, key: str) -> Path:

@@ -19,6 +19,7 @@ import gc
 import math
 import multiprocessing
 import os
+import pickle
 import platform
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -232,31 +233,49 @@ def _analyse_misses(paths: Sequence[str], cache: AnalysisCache | None) -> list[F
     cache_dir = cache.directory if cache is not None else None
     workers = min(os.cpu_count() or 1, max(1, len(paths) // (PARALLEL_MIN_FILES // 2)))
     if len(paths) < PARALLEL_MIN_FILES or workers < 2:
-        return _analyse_chunk(paths, cache_dir)
+        return [_store(cache, path, *_analyse_path(path)) for path in paths]
     size = math.ceil(len(paths) / (workers * CHUNKS_PER_WORKER))
     chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
     outcomes: list[FileAnalysis | FileProblem] = []
     with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context()) as pool:
-        for chunk_outcomes in pool.map(_analyse_chunk, chunks, [cache_dir] * len(chunks)):
-            outcomes.extend(chunk_outcomes)
+        for blobs in pool.map(_analyse_chunk, chunks, [cache_dir] * len(chunks)):
+            outcomes.extend(pickle.loads(blob) for blob in blobs)
     return outcomes
 
 
-def _analyse_chunk(paths: Sequence[str], cache_dir: Path | None) -> list[FileAnalysis | FileProblem]:
-    """Read, analyse and cache files (in this process, or as a worker process's unit of work)."""
+def _analyse_chunk(paths: Sequence[str], cache_dir: Path | None) -> list[bytes]:
+    """A worker process's unit of work: analyse files, cache them, return them pickled.
+
+    Each result is pickled once, here, for both the cache entry and the trip back to the parent process (pickling
+    a summary costs about as much as a tenth of analysing it).
+    """
     cache = AnalysisCache(cache_dir) if cache_dir is not None else None
-    outcomes: list[FileAnalysis | FileProblem] = []
-    for path in paths:
-        data = read_bytes(path)
-        if isinstance(data, FileProblem):
-            outcomes.append(data)
-            continue
-        text = decode_source(path, data)
-        outcome = text if isinstance(text, FileProblem) else analyse_text(path, text)
-        if cache is not None and isinstance(outcome, FileAnalysis):
-            cache.store(cache.key(path, data), outcome)
-        outcomes.append(outcome)
-    return outcomes
+    blobs: list[bytes] = []
+    with _collector_paused():
+        for path in paths:
+            data, outcome = _analyse_path(path)
+            blob = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+            if cache is not None and data is not None and isinstance(outcome, FileAnalysis):
+                cache.store_pickled(cache.key(path, data), blob)
+            blobs.append(blob)
+    return blobs
+
+
+def _analyse_path(path: str) -> tuple[bytes | None, FileAnalysis | FileProblem]:
+    """Read, decode and analyse one file: its content (None when unreadable) and the outcome."""
+    data = read_bytes(path)
+    if isinstance(data, FileProblem):
+        return None, data
+    text = decode_source(path, data)
+    return data, text if isinstance(text, FileProblem) else analyse_text(path, text)
+
+
+def _store(
+    cache: AnalysisCache | None, path: str, data: bytes | None, outcome: FileAnalysis | FileProblem
+) -> FileAnalysis | FileProblem:
+    if cache is not None and data is not None and isinstance(outcome, FileAnalysis):
+        cache.store(cache.key(path, data), outcome)
+    return outcome
 
 
 @contextlib.contextmanager
