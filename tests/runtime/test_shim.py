@@ -280,6 +280,25 @@ def test_grad_mode_and_dtype_failures_point_at_the_users_call(behaviours: Run) -
     ]
 
 
+def test_entries_invalidated_by_a_dead_module_keep_their_guards_from_the_trace(behaviours: Run) -> None:
+    report = behaviours.report
+    frame = frame_named(report, "call_module", BEHAVIOURS)
+    assert len(frame.cache_entries) == 3
+    for entry in frame.cache_entries:
+        assert entry.invalidated == "Cache line invalidated because L['module'] got deallocated"
+        assert entry.guards_from == "trace" and any(g.kind == "ID_MATCH" for g in entry.guards)
+    last = recompiles_of(report, frame)[-1]
+    assert [g.entry for g in last.failed_guards] == [f"{frame.frame_id}/1", f"{frame.frame_id}/0"]
+    assert {(g.kind, g.text, g.line, g.attributed_to) for g in last.failed_guards} == {
+        (
+            None,
+            "Cache line invalidated because module got deallocated",
+            line_of(BEHAVIOURS, "fresh-module-call"),
+            "call",
+        )
+    }
+
+
 def test_varying_python_int_argument_specialises_once(behaviours: Run) -> None:
     report = behaviours.report
     frame = frame_named(report, "with_int", BEHAVIOURS)
@@ -413,6 +432,7 @@ def test_sigterm_writes_the_report_then_dies_by_the_signal(tmp_path: Path) -> No
 
 def test_keyboard_interrupt_reports_and_exits_130(tmp_path: Path) -> None:
     process, report_path = _start_hanging(tmp_path)
+    time.sleep(0.5)  # let it get from the print into the sleep
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=30) == 130
     report = load_report(report_path)

@@ -325,8 +325,8 @@ class FailedGuard:
 class Recompile:
     """A compile of a frame that already had cache entries, and the guards of those entries that failed.
 
-    ``failed_guards`` has one item per earlier entry that rejected the call, newest entry first (so
-    ``failed_guards[0]`` is the entry the call came closest to), exact repeats removed, capped at 16
+    ``failed_guards`` has one item per earlier entry that rejected the call, newest entry first (for a counter,
+    ``failed_guards[0]`` is the previous value's guard), exact repeats removed, capped at 16
     (``failed_guards_omitted`` counts the rest). ``call_site`` is the user's call that triggered the recompile.
     """
 

@@ -669,7 +669,9 @@ class ReportBuilder:
                 {
                     "compile_id": compile_id,
                     "frame": frame.ref(),
-                    "failed_guards": failed[:MAX_FAILED_GUARDS],
+                    "failed_guards": sorted(failed, key=lambda g: _sort_id(g["entry"]), reverse=True)[
+                        :MAX_FAILED_GUARDS
+                    ],
                     "failed_guards_omitted": max(0, len(failed) - MAX_FAILED_GUARDS),
                     "call_site": _loc_json(call_site),
                 }
