@@ -112,6 +112,7 @@ CASES = (
     Case("DL203_range_bound.py", LIMIT, limit_hit=True),
     Case("DL203_str_arg.py", LIMIT, limit_hit=True),
     Case("DL203_module_float_info.py", 2),
+    Case("DL203_module_range_steps.py", LIMIT, limit_hit=True),
     Case("DL203_ok_dynamic_true.py", 1),
     Case("DL203_ok_constant_arg.py", 1),
     Case("DL203_ok_tensor_batches.py", 1),

@@ -32,7 +32,7 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         counters = loop_scalars(loops)
         site = handle_call.handle.site
         dynamic = dict(site.options).get("dynamic")
-        params = _parameters(site, definitions)
+        params = _parameters(ctx, site, definitions)
         for position, argument in _arguments(handle_call):
             kind = scalar_kind(argument, counters)
             if kind is None:
@@ -69,7 +69,7 @@ def _candidate(
         severity = RULE.default_severity
     elif dynamic == "True":
         return None  # symbolic from the first call
-    elif _ranges_over(site, definitions, param):
+    elif _ranges_over(ctx, site, definitions, param):
         message = (
             f"{text} changes {label} of compiled `{callee}` on every iteration, and `{param}` is a `range()` bound "
             "there: torch 2.13 keeps it specialised, so every value compiles again (8 compiles, then "
@@ -104,33 +104,48 @@ def _arguments(handle_call: HandleCall) -> Iterator[tuple[int | str, ast.expr]]:
             yield keyword.arg, keyword.value
 
 
-def _parameters(site: CompileSite, definitions: dict[str, ast.FunctionDef]) -> list[str]:
-    definition = _definition(site, definitions)
-    if definition is None:
+def _parameters(ctx: FileContext, site: CompileSite, definitions: dict[str, ast.FunctionDef]) -> list[str]:
+    """The positional parameter names a call of the compiled callable binds."""
+    callee = _callee(ctx, site, definitions)
+    if callee is None:
         return []
-    return [a.arg for a in (*definition.args.posonlyargs, *definition.args.args)]
+    definition, skip = callee
+    return [a.arg for a in (*definition.args.posonlyargs, *definition.args.args)][skip:]
 
 
-def _definition(site: CompileSite, definitions: dict[str, ast.FunctionDef]) -> ast.FunctionDef | None:
+def _callee(
+    ctx: FileContext, site: CompileSite, definitions: dict[str, ast.FunctionDef]
+) -> tuple[ast.FunctionDef, int] | None:
+    """The ``def`` a call of the compiled callable runs, and how many leading parameters the call does not bind:
+    the compiled function itself, or ``forward`` (minus ``self``) of a module whose class is defined in this file."""
     target = site.target
-    if target.kind == "function" and target.ref is not None and target.ref.is_local:
-        return definitions.get(target.ref.dotted.rpartition(".")[2])
+    if target.ref is None or not target.ref.is_local:
+        return None
+    if target.kind == "function":
+        definition = definitions.get(target.ref.last)
+        return (definition, 0) if definition is not None else None
+    if target.kind == "instance":
+        for at in ctx.nodes(ast.ClassDef):
+            node = at.node
+            if isinstance(node, ast.ClassDef) and node.name == target.ref.last:
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "forward":
+                        return item, 1
     return None
 
 
-def _ranges_over(site: CompileSite, definitions: dict[str, ast.FunctionDef], param: str) -> bool:
-    definition = _definition(site, definitions)
-    if definition is None:
+def _ranges_over(ctx: FileContext, site: CompileSite, definitions: dict[str, ast.FunctionDef], param: str) -> bool:
+    """``param`` is a ``range()`` bound in the compiled ``def`` (Dynamo then keeps the int specialised)."""
+    callee = _callee(ctx, site, definitions)
+    if callee is None:
         return False
-    for node in ast.walk(definition):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "range"
-            and any(isinstance(arg, ast.Name) and arg.id == param for arg in node.args)
-        ):
-            return True
-    return False
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and any(isinstance(arg, ast.Name) and arg.id == param for arg in node.args)
+        for node in ast.walk(callee[0])
+    )
 
 
 def _dynamic_fix(ctx: FileContext, site: CompileSite) -> Fix | None:
