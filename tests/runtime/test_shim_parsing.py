@@ -182,6 +182,13 @@ def test_malformed_events_are_skipped_and_named() -> None:
     assert [e.compile_id for e in report.frames[0].cache_entries] == ["0/1"]  # the rest of the stream still counts
 
 
+def test_counts_after_the_program_replaced_the_guard_hook_are_called_partial() -> None:
+    events = [*_events("/w/m.py"), {"ev": "calls", "epoch": 0, "hits": 3, "misses": 1, "replaced": True}]
+    report = RunReport.from_json(shim.build_report(events))
+    assert (report.summary.cache_hits, report.summary.cache_misses) == (3, 1)
+    assert any(m.startswith("call counts are partial") for m in report.missing)
+
+
 def test_the_shim_imports_only_the_standard_library_and_torch() -> None:
     tree = ast.parse(SHIM_PATH.read_text(encoding="utf-8"))
     imported: set[str] = set()

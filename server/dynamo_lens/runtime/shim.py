@@ -857,6 +857,11 @@ class ReportBuilder:
         eager = max(0, misses - compiles_on_existing) if isinstance(misses, int) else None
         missing = list(start.get("missing") or [])
         missing.extend(self.errors)
+        if calls.get("replaced"):
+            missing.append(
+                "call counts are partial: the program replaced the guard-complete hook "
+                "(e.g. torch.compiler.set_enable_guard_collectives), so later calls were not counted"
+            )
         if self.entries_over_budget:
             missing.append(
                 f"guard lists of {self.entries_over_budget} cache entries: the report keeps at most "
@@ -1101,6 +1106,7 @@ class Collector:
         self.codes: dict[int, types.CodeType] = {}
         self.hits = 0
         self.misses = 0
+        self.guard_hook: Callable[[bool], bool] | None = None
         self.finished = False
         self.finish_lock = threading.Lock()
         self.reported_errors: set[str] = set()
@@ -1233,6 +1239,14 @@ class Collector:
             return bool(chained(cache_hit)) if chained is not None else cache_hit
 
         previous[0] = set_hook(on_guards)
+        self.guard_hook = on_guards
+
+    def guard_hook_replaced(self) -> bool:
+        """Whether the program installed its own guard-complete hook over ours (the slot holds one hook)."""
+        set_hook = self.torch._C._dynamo.eval_frame.set_guard_complete_hook
+        current = set_hook(self.guard_hook)
+        set_hook(current)
+        return current is not self.guard_hook
 
     def _install_reset_hook(self) -> None:
         dynamo = self.torch._dynamo
@@ -1369,7 +1383,8 @@ class Collector:
         try:
             self.walk_cache_entries()
             if self.sources_ok.get("guard_complete_hook"):
-                self.stream.emit("calls", hits=self.hits, misses=self.misses)
+                replaced = self.guard_hook_replaced()
+                self.stream.emit("calls", hits=self.hits, misses=self.misses, replaced=replaced)
             self.stream.emit(
                 "end",
                 ended_by=ended_by,
