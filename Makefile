@@ -26,7 +26,7 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest
 
-test: lint typecheck pytest
+test: lint typecheck pytest test-extension
 
 # The VS Code extension (extension/, package.json): npm packages, then the .vsix with the bundled server.
 NODE_STAMP := node_modules/.package-lock.json
