@@ -2,8 +2,9 @@
 
 ``check`` and the language server share it:
 
-* :func:`scan` is ``dynamo-lens check``: discover files, run the per-file pass (:func:`analyse_files`), link, then
-  apply the settings (select/ignore/severity) and suppression comments.
+* :func:`scan` is ``dynamo-lens check``: discover files, hash their contents, reuse the cached linked result when
+  the set of files is unchanged, else run the per-file pass (cached per file, in worker processes when there are
+  many) and link; then apply suppression comments and the settings (select/ignore/severity).
 * :func:`load_workspace` / :func:`analyse_files` build the per-file results (from the cache when unchanged); the
   language server keeps them, replaces an open document's entry with :func:`analyse_text` of its in-memory text on
   every change, and calls :func:`link_files` over the whole mapping.
