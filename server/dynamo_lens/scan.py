@@ -252,13 +252,12 @@ def _analyse_chunk(paths: Sequence[str], cache_dir: Path | None) -> list[bytes]:
     """
     cache = AnalysisCache(cache_dir) if cache_dir is not None else None
     blobs: list[bytes] = []
-    with _collector_paused():
-        for path in paths:
-            data, outcome = _analyse_path(path)
-            blob = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
-            if cache is not None and data is not None and isinstance(outcome, FileAnalysis):
-                cache.store_pickled(cache.key(path, data), blob)
-            blobs.append(blob)
+    for path in paths:  # the collector is paused per file (analyse_text), not per chunk: summarize leaves cycles
+        data, outcome = _analyse_path(path)
+        blob = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+        if cache is not None and data is not None and isinstance(outcome, FileAnalysis):
+            cache.store_pickled(cache.key(path, data), blob)
+        blobs.append(blob)
     return blobs
 
 
