@@ -188,6 +188,8 @@ def test_int_counter_recompiles_eight_times_then_hits_the_limit(behaviours: Run)
     assert report.frame(hit.frame) is frame if hit.frame else False
     assert hit.last_reason == f"{frame.frame_id}/7: self.steps == 7"
     assert report.summary.eager_fallback_calls == 4  # calls 9-12 ran eagerly, silently
+    assert hit.call_site is not None and hit.call_site.line == line_of(BEHAVIOURS, "counter-call")
+    assert hit.eager_calls == 4
 
 
 def test_every_live_entry_carries_its_full_guard_list(behaviours: Run) -> None:

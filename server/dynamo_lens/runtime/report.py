@@ -427,7 +427,9 @@ class GraphBreak:
 class LimitHit:
     """Dynamo hit a recompile limit for a frame; later calls that miss every entry run eagerly, silently.
 
-    ``call_site`` is the user's call that ran into the limit (the first call that ran eagerly).
+    ``call_site`` is the user's call that ran into the limit (the first call that ran eagerly); ``eager_calls``
+    estimates how many calls from that line then ran eagerly (guard misses there that did not lead to a compile;
+    ``None`` without the guard-complete hook).
     """
 
     limit: LimitKind
@@ -437,6 +439,7 @@ class LimitHit:
     compile_id: str | None = None
     function: str = ""
     call_site: StackFrame | None = None
+    eager_calls: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -447,6 +450,7 @@ class LimitHit:
             "compile_id": self.compile_id,
             "function": self.function,
             "call_site": None if self.call_site is None else self.call_site.to_json(),
+            "eager_calls": self.eager_calls,
         }
 
     @classmethod
@@ -462,6 +466,7 @@ class LimitHit:
             compile_id=_opt_str(obj, "compile_id", where),
             function=_str(obj, "function", where, default=""),
             call_site=None if call_site is None else StackFrame.from_json(call_site, f"{where}.call_site"),
+            eager_calls=_opt_int(obj, "eager_calls", where),
         )
 
 

@@ -451,6 +451,8 @@ class ReportBuilder:
         recompiles = self._recompiles(self.reasons, entry_guards)
         breaks = self._graph_breaks(self.breaks)
         limit_hits = self._limit_hits(self.limits)
+        for hit in limit_hits:
+            hit["eager_calls"] = self._eager_calls_at(hit["call_site"])
         return self._document(frames_json, recompiles, breaks, limit_hits)
 
     def _frame_of(self, epoch: int, compile_id: str) -> _Frame | None:
@@ -839,6 +841,24 @@ class ReportBuilder:
                 )
         return out
 
+    def _eager_calls_at(self, site: Event | None) -> int | None:
+        """Guard misses at the user's call that hit the limit, minus those that led to a recompile there."""
+        misses = self.calls.get("miss_sites")
+        if site is None or not isinstance(misses, list):
+            return None
+        key = (site["path"], site["line"])
+        missed = sum(int(count) for path, line, count in misses if (path, line) == key)
+        recompiled = sum(
+            1
+            for frame in self.frames.values()
+            for attempt in frame.attempts.values()
+            if attempt.call_stack
+            and tuple(attempt.call_stack[-1][:2]) == key
+            and isinstance((attempt.metrics or {}).get("cache_size"), int)
+            and (attempt.metrics or {})["cache_size"] > 0
+        )
+        return max(0, missed - recompiled)
+
     # -- the document -------------------------------------------------------------------------------------------------
 
     def _document(
@@ -1107,6 +1127,7 @@ class Collector:
         self.hits = 0
         self.misses = 0
         self.guard_hook: Callable[[bool], bool] | None = None
+        self.miss_sites: dict[tuple[str, int], int] = {}
         self.finished = False
         self.finish_lock = threading.Lock()
         self.reported_errors: set[str] = set()
@@ -1233,8 +1254,10 @@ class Collector:
         def on_guards(cache_hit: bool) -> bool:
             if cache_hit:
                 self.hits += 1
-            else:
+            else:  # misses are rare (a recompile, or a call that runs eagerly): worth finding the user's call
                 self.misses += 1
+                site = self.innermost_user_site()
+                self.miss_sites[site] = self.miss_sites.get(site, 0) + 1
             chained = previous[0]
             return bool(chained(cache_hit)) if chained is not None else cache_hit
 
@@ -1271,6 +1294,14 @@ class Collector:
             return
         self.reported_errors.add(key)
         self.stream.emit("internal_error", where=where, message=f"{type(exc).__name__}: {exc}")
+
+    def innermost_user_site(self) -> tuple[str, int]:
+        frame: types.FrameType | None = sys._getframe(2)
+        while frame is not None:
+            if self.policy.is_user(frame.f_code.co_filename):
+                return frame.f_code.co_filename, frame.f_lineno
+            frame = frame.f_back
+        return "", 0
 
     def user_call_stack(self) -> list[Loc]:
         """The user frames of the current Python stack, outermost first (the compile's trigger is the last)."""
@@ -1384,7 +1415,8 @@ class Collector:
             self.walk_cache_entries()
             if self.sources_ok.get("guard_complete_hook"):
                 replaced = self.guard_hook_replaced()
-                self.stream.emit("calls", hits=self.hits, misses=self.misses, replaced=replaced)
+                sites = [[path, line, count] for (path, line), count in self.miss_sites.items() if path]
+                self.stream.emit("calls", hits=self.hits, misses=self.misses, miss_sites=sites, replaced=replaced)
             self.stream.emit(
                 "end",
                 ended_by=ended_by,
