@@ -116,6 +116,7 @@ CASES = (
     Case("DL203_ok_dynamic_true.py", 1),
     Case("DL203_ok_constant_arg.py", 1),
     Case("DL203_ok_tensor_batches.py", 1),
+    Case("DL203_ok_unused_argument.py", 1),
     # DL206: a reset per step compiles every step (and no recompile is ever logged)
     Case("DL206_reset_per_step.py", 12),
     Case("DL206_compiler_reset_alias.py", 12),

@@ -33,6 +33,8 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         site = handle_call.handle.site
         dynamic = dict(site.options).get("dynamic")
         params = _parameters(ctx, site, definitions)
+        callee = _callee(ctx, site, definitions)
+        used = {n.id for n in ast.walk(callee[0]) if isinstance(n, ast.Name)} if callee is not None else None
         for position, argument in _arguments(handle_call):
             kind = scalar_kind(argument, counters)
             if kind is None:
@@ -41,6 +43,8 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
                 name = position
             else:
                 name = params[position] if position < len(params) else f"#{position + 1}"
+            if used is not None and name in params and name not in used:
+                continue  # measured: an argument the compiled code never reads is not guarded (1 compile)
             candidate = _candidate(ctx, handle_call, site, argument, kind, name, dynamic, definitions)
             if candidate is not None:
                 yield candidate
