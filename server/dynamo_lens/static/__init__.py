@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import warnings
 from collections.abc import Sequence
 
 from dynamo_lens.model import Finding
@@ -49,12 +50,15 @@ def summarize(path: str, text: str) -> FileSummary:
     A syntax error gives a summary with ``error`` set that keeps what the lines above the error define (the
     editor calls this while the user types).
     """
+    text = text.removeprefix("\ufeff")  # a byte-order mark: invisible to editors, fatal to ast.parse
     if not might_matter(text):
         return FileSummary(path, skipped=True)
     error: str | None = None
     tree: ast.Module | None
     try:
-        tree = ast.parse(text, filename=path)
+        with warnings.catch_warnings():  # SyntaxWarnings about the user's code are not ours to print
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
         error = f"SyntaxError: {exc.msg} (line {exc.lineno})"
         tree = _parse_prefix(text, exc.lineno)
@@ -104,7 +108,9 @@ def _parse_prefix(text: str, error_line: int | None) -> ast.Module | None:
     lines = text.splitlines(keepends=True)[: error_line - 1]
     for _ in range(2):
         try:
-            return ast.parse("".join(lines))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return ast.parse("".join(lines))
         except (SyntaxError, ValueError, RecursionError):
             # Drop back to the start of the last top-level statement and try once more.
             starts = [

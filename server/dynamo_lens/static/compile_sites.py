@@ -13,6 +13,7 @@ import ast
 from dynamo_lens.static.context import DYNAMO_OPTIMIZE, FileContext, NodeAt, Scope
 from dynamo_lens.static.summary import LOCAL, CompileForm, CompileSite, CompileTarget, InstanceBinding, Ref
 
+_COMPILE_NAMES = ("compile", "optimize")
 _KERAS_COMPILE_KEYWORDS = frozenset({"optimizer", "loss", "metrics", "loss_weights"})
 
 
@@ -35,9 +36,10 @@ def find_compile_sites(
             if isinstance(decorator, ast.Call):
                 handled.add(id(decorator.func))
             sites.append(finder.decorator_site(decorator, form, definition, scope))
+    spellings = set(ctx.compile_partials) | {n for n, r in ctx.aliases.items() if r.dotted.endswith(_COMPILE_NAMES)}
     for at in ctx.nodes(ast.Call):
         call = at.node
-        if id(call) in handled or not isinstance(call, ast.Call):
+        if id(call) in handled or not isinstance(call, ast.Call) or not _may_compile(call.func, spellings):
             continue
         site = finder.call_site(call, at)
         if site is not None:
@@ -186,6 +188,16 @@ class _Finder:
 
     def _options(self, keywords: list[ast.keyword]) -> tuple[tuple[str, str], ...]:
         return tuple((k.arg, self.ctx.source(k.value)) for k in keywords if k.arg is not None)
+
+
+def _may_compile(func: ast.expr, spellings: set[str]) -> bool:
+    """Cheap syntactic test before resolving names: ``x.compile``, ``x.optimize(...)``, or a name that is an alias
+    of ``torch.compile``/``optimize`` or a compile partial."""
+    if isinstance(func, ast.Attribute):
+        return func.attr in _COMPILE_NAMES
+    if isinstance(func, ast.Name):
+        return func.id in spellings
+    return isinstance(func, ast.Call) and _may_compile(func.func, spellings)
 
 
 def _self_name(scope: Scope) -> str | None:

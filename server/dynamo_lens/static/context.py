@@ -74,6 +74,8 @@ class FileContext:
     """Names bound to ``functools.partial(torch.compile, ...)``: calling them compiles."""
     local_defs: dict[str, dict[str, str]] = field(default_factory=dict)
     """scope qualname → {simple name: qualname} for classes and functions defined in that scope."""
+    defined_names: set[str] = field(default_factory=set)
+    """Every simple name some scope of the file defines with ``def``/``class`` (a fast negative test)."""
     by_type: dict[type[ast.AST], list[NodeAt]] = field(default_factory=dict)
     assigned_names: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """id(value node) → the plain names it is assigned to (``cm = torch.compile(m)`` → ``("cm",)``)."""
@@ -111,7 +113,7 @@ class FileContext:
             return None
         parts.reverse()
         name = expr.id
-        local = self._local_def(name, scope)
+        local = self._local_def(name, scope) if name in self.defined_names else None
         if local is not None:
             return Ref(".".join([local, *parts]), LOCAL)
         alias = self.aliases.get(name)
@@ -123,6 +125,11 @@ class FileContext:
 
     def resolve(self, expr: ast.AST, scope: Scope | None = None) -> str | None:
         """The absolute dotted name of an imported thing (``torch.compile``), or None (locals, relative imports)."""
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id not in self.aliases:
+            return None  # not an import or alias: a local, a parameter, a builtin
         ref = self.ref(expr, scope)
         return ref.dotted if ref is not None and ref.level == 0 else None
 

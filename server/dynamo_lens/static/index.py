@@ -78,6 +78,11 @@ class WorkspaceIndex:
             for name in _module_names(summary.path):
                 self._modules.setdefault(name, []).append(summary.path)
         self._memo: dict[Any, Any] = {}
+        self._resolved: dict[tuple[str, Ref], Symbol | None] = {}
+        self._relative: dict[tuple[str, str], tuple[str, int] | None] = {}
+        self._methods: dict[ClassKey, dict[str, MethodSummary]] = {}
+        self._found_methods: dict[tuple[ClassKey, str, ClassKey | None], tuple[ClassKey, MethodSummary] | None] = {}
+        self._mros: dict[ClassKey, tuple[tuple[ClassKey, ...], bool]] = {}
         self._is_module: dict[ClassKey, bool] = {}
         self._method_sites: dict[tuple[ClassKey, str], set[CompileSite]] = {}
         self._class_sites: dict[ClassKey, set[CompileSite]] = {}
@@ -118,24 +123,49 @@ class WorkspaceIndex:
         """What ``ref`` (as seen from the file ``path``) names in the workspace; None if outside it or unknown."""
         if _depth > _MAX_DEPTH:
             return None
+        key = (path, ref)
+        if key in self._resolved:
+            return self._resolved[key]
+        found = self._resolve(path, ref, _depth)
+        if _depth == 0:  # deeper results depend on the depth budget left
+            self._resolved[key] = found
+        return found
+
+    def _resolve(self, path: str, ref: Ref, _depth: int) -> Symbol | None:
         if ref.level == LOCAL:
             return self._resolve_in_file(path, ref.dotted.split("."), _depth)
         parts = ref.dotted.split(".") if ref.dotted else []
         if ref.level > 0:
-            base = posixpath.dirname(path)
-            for _ in range(ref.level - 1):
-                base = posixpath.dirname(base)
-            for cut in range(len(parts), -1, -1):
-                stem = posixpath.join(base, *parts[:cut]) if cut else base
-                for candidate in (stem + ".py", posixpath.join(stem, "__init__.py")):
-                    if candidate in self._files:
-                        return self._resolve_in_module(candidate, parts[cut:], _depth)
-            return None
+            base = path
+            for _ in range(ref.level):
+                base = base.rpartition("/")[0]
+            found = self._relative_module(base, ref.dotted)
+            if found is None:
+                return None
+            return self._resolve_in_module(found[0], parts[found[1] :], _depth)
         for cut in range(len(parts), 0, -1):
             paths = self._modules.get(".".join(parts[:cut]))
             if paths:
                 return self._resolve_in_module(_closest(paths, path), parts[cut:], _depth)
         return None
+
+    def _relative_module(self, base: str, dotted: str) -> tuple[str, int] | None:
+        """The file of the longest module prefix of ``dotted`` under directory ``base``, and how many parts it took."""
+        key = (base, dotted)
+        if key in self._relative:
+            return self._relative[key]
+        parts = dotted.split(".") if dotted else []
+        found: tuple[str, int] | None = None
+        for cut in range(len(parts), -1, -1):
+            stem = "/".join([base, *parts[:cut]]) if base else "/".join(parts[:cut])
+            for candidate in (f"{stem}.py", f"{stem}/__init__.py" if stem else "__init__.py"):
+                if candidate in self._files:
+                    found = (candidate, cut)
+                    break
+            if found is not None:
+                break
+        self._relative[key] = found
+        return found
 
     def _resolve_in_module(self, path: str, rest: list[str], depth: int) -> Symbol | None:
         if not rest:
@@ -179,7 +209,7 @@ class WorkspaceIndex:
             owner, _, name = symbol.qualname.rpartition(".")
             summary = self.class_summary((symbol.path, owner))
             method = summary.method(name) if summary is not None else None
-            if method is not None and method.kind in ("classmethod", "staticmethod"):
+            if method is not None and method.kind == "classmethod":
                 return symbol.path, owner
         return None
 
@@ -233,21 +263,36 @@ class WorkspaceIndex:
                 stack.extend(reversed(bases))
             return tuple(order), complete
 
-        return self.memo(("mro", key), compute)
+        known = self._mros.get(key)
+        if known is None:
+            known = self._mros[key] = compute()
+        return known
 
     def find_method(
         self, key: ClassKey, name: str, after: ClassKey | None = None
     ) -> tuple[ClassKey, MethodSummary] | None:
         """The method ``name`` as ``key``'s instances see it (``after``: start past that class, for ``super()``)."""
+        memo_key = (key, name, after)
+        if memo_key in self._found_methods:
+            return self._found_methods[memo_key]
         order, _ = self.mro(key)
         if after is not None and after in order:
             order = order[order.index(after) + 1 :]
+        found: tuple[ClassKey, MethodSummary] | None = None
         for current in order:
-            summary = self.class_summary(current)
-            method = summary.method(name) if summary is not None else None
+            method = self._method_table(current).get(name)
             if method is not None:
-                return current, method
-        return None
+                found = current, method
+                break
+        self._found_methods[memo_key] = found
+        return found
+
+    def _method_table(self, key: ClassKey) -> dict[str, MethodSummary]:
+        table = self._methods.get(key)
+        if table is None:
+            summary = self.class_summary(key)
+            table = self._methods[key] = {} if summary is None else {m.name: m for m in reversed(summary.methods)}
+        return table
 
     def init_attr(self, key: ClassKey, name: str) -> tuple[ClassKey, AttrInit] | None:
         """The ``__init__`` assignment of ``self.<name>`` that instances of ``key`` run (first in MRO order)."""
@@ -472,7 +517,14 @@ def _module_names(path: str) -> list[str]:
     parts = [p for p in stem.replace("\\", "/").split("/") if p and p != "."]
     if parts and parts[-1] == "__init__":
         parts.pop()
-    return [".".join(parts[i:]) for i in range(len(parts)) if all(p.isidentifier() for p in parts[i:])]
+    names: list[str] = []
+    suffix = ""
+    for part in reversed(parts):
+        if not part.isidentifier():
+            break
+        suffix = f"{part}.{suffix}" if suffix else part
+        names.append(suffix)
+    return names
 
 
 def _closest(paths: list[str], importer: str) -> str:

@@ -21,13 +21,16 @@ class LineIndex:
         self._text = text
         self._ascii = text.isascii()
         self._lines: list[str] | None = None
-        self._encoded: dict[int, bytes] = {}
+        self._encoded: dict[int, bytes | None] = {}
 
     def column(self, line: int, byte_column: int) -> int:
         """1-based character column of ``byte_column`` (0-based, UTF-8) on 1-based ``line``."""
         if self._ascii or byte_column == 0:
             return byte_column + 1
-        return len(self._line_bytes(line)[:byte_column].decode("utf-8", "replace")) + 1
+        encoded = self._line_bytes(line)
+        if encoded is None:
+            return byte_column + 1  # an ASCII line of a non-ASCII file
+        return len(encoded[:byte_column].decode("utf-8", "replace")) + 1
 
     def span(self, node: ast.AST) -> Span:
         """The span of an ``ast`` expression or statement."""
@@ -49,8 +52,14 @@ class LineIndex:
         end_line = node.end_lineno  # type: ignore[attr-defined]
         end = node.end_col_offset  # type: ignore[attr-defined]
         if end_line == line and end is not None:
-            raw = self._line_bytes(line)[node.col_offset : end]  # type: ignore[attr-defined]
-            segment = raw.decode("utf-8", "replace")
+            encoded = self._line_bytes(line) if not self._ascii else None
+            start: int = node.col_offset  # type: ignore[attr-defined]
+            if encoded is None:
+                if self._lines is None:
+                    self._lines = _LINE_BREAK.split(self._text)
+                segment = self._lines[line - 1][start:end] if 0 < line <= len(self._lines) else ""
+            else:
+                segment = encoded[start:end].decode("utf-8", "replace")
         else:
             try:
                 segment = " ".join(ast.unparse(node).split())
@@ -58,11 +67,13 @@ class LineIndex:
                 return ""
         return segment if len(segment) <= limit else segment[: limit - 1] + "…"
 
-    def _line_bytes(self, line: int) -> bytes:
-        encoded = self._encoded.get(line)
-        if encoded is None:
-            if self._lines is None:
-                self._lines = _LINE_BREAK.split(self._text)
-            text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
-            encoded = self._encoded[line] = text.encode("utf-8", "surrogatepass")
+    def _line_bytes(self, line: int) -> bytes | None:
+        """The UTF-8 bytes of ``line``, or None when the line is ASCII (bytes and characters coincide)."""
+        if line in self._encoded:
+            return self._encoded[line]
+        if self._lines is None:
+            self._lines = _LINE_BREAK.split(self._text)
+        text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        encoded = None if text.isascii() else text.encode("utf-8", "surrogatepass")
+        self._encoded[line] = encoded
         return encoded

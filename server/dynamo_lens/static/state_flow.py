@@ -76,6 +76,7 @@ class ClassFlow:
     cls: ClassKey
     entry: str
     accesses: list[Access]
+    """Events on the attributes the call changes, in evaluation order (empty when it changes none)."""
     methods: set[tuple[ClassKey, str]]
     """Every (defining class, method) the call runs."""
     attrs: dict[str, AttrFlow]
@@ -105,9 +106,58 @@ def _compute(index: WorkspaceIndex) -> list[ClassFlow]:
     return flows
 
 
-def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | None:
-    raw: list[tuple[StateEvent, ClassKey, str, bool]] = []
+@dataclass(frozen=True, slots=True)
+class _MethodFacts:
+    """What one method body does, summarised once per link (a method is shared by every subclass's flow)."""
+
+    calls: tuple[tuple[str, bool], ...]
+    """``self.m()`` calls: (name, through ``super()``)."""
+    reads: frozenset[str]
+    changed: frozenset[str]
+    """Attributes the method writes, augments or mutates (``""`` for a ``setattr`` with a computed name)."""
+
+
+def _facts(index: WorkspaceIndex, method: MethodSummary) -> _MethodFacts:
+    def compute() -> _MethodFacts:
+        events = method.events
+        return _MethodFacts(
+            calls=tuple((e.attr, e.detail == "super") for e in events if e.kind == "call"),
+            reads=frozenset(e.attr for e in events if e.kind == "read"),
+            changed=frozenset(e.attr for e in events if e.kind in CHANGING or e.kind == "setattr"),
+        )
+
+    return index.memo(("state_flow.facts", id(method)), compute)
+
+
+def _closure(index: WorkspaceIndex, cls: ClassKey, entry: str) -> tuple[set[tuple[ClassKey, str]], set[str]]:
+    """The methods a call of ``entry`` on an instance of ``cls`` runs, and the attributes they change."""
     methods: set[tuple[ClassKey, str]] = set()
+    changed: set[str] = set()
+    pending: list[tuple[str, ClassKey | None]] = [(entry, None)]
+    while pending:
+        name, after = pending.pop()
+        found = index.find_method(cls, name, after)
+        if found is None or found[1].disabled or (found[0], name) in methods:
+            continue
+        owner, method = found
+        methods.add((owner, name))
+        facts = _facts(index, method)
+        changed |= facts.changed
+        pending.extend((callee, owner if through_super else None) for callee, through_super in facts.calls)
+        for attr in facts.reads:
+            target = index.find_method(cls, attr)
+            if target is not None and target[1].kind == "property":
+                pending.append((attr, None))
+    return methods, changed
+
+
+def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | None:
+    methods, changed = _closure(index, cls, entry)
+    if not methods:
+        return None
+    if not changed:  # nothing carried from one call to the next: no event needs laying out
+        return ClassFlow(cls, entry, [], methods, {})
+    raw: list[tuple[StateEvent, ClassKey, str, bool]] = []
 
     def inline(name: str, definite: bool, depth: int, after: ClassKey | None = None) -> None:
         found = index.find_method(cls, name, after)
@@ -117,9 +167,10 @@ def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | No
         if method.disabled or depth > _MAX_INLINE_DEPTH or (owner, name) in stack:
             return
         stack.append((owner, name))
-        methods.add((owner, name))
         for event in method.events:
-            here = definite and event.definite and (depth == 0 or not event.after_exit)
+            # Optimistic about early returns in a callee: on the path where the caller goes on, the callee's
+            # unconditional writes ran (Dynamo traces one path; a pessimistic rule flags every cache-reset helper).
+            here = definite and event.definite
             if event.kind == "call" and event.detail == "super":
                 inline(event.attr, here, depth + 1, after=owner)
                 continue
@@ -128,13 +179,12 @@ def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | No
                 if target is not None and (event.kind == "call" or target[1].kind == "property"):
                     inline(event.attr, here, depth + 1)
                     continue
-            raw.append((event, owner, name, here))
+            if event.attr in changed:
+                raw.append((event, owner, name, here))
         stack.pop()
 
     stack: list[tuple[ClassKey, str]] = []
     inline(entry, True, 0)
-    if not methods:
-        return None
     accesses: list[Access] = []
     written: set[str] = set()
     attrs: dict[str, AttrFlow] = {}

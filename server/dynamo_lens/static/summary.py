@@ -80,13 +80,11 @@ class StateEvent:
     attr: str
     span: Span
     definite: bool
-    """Executed on every path through the method up to here (not under ``if``/loops/``try``, no early exit before)."""
+    """Not under ``if``/loops/``try``/``match`` in its method: it runs whenever the method reaches this point."""
     value_kind: AttrKind = "unknown"
     detail: str = ""
     text: str = ""
     """Extra source text: the ``op=`` right-hand side, the constant key of ``setitem``, the ``setattr`` name."""
-    after_exit: bool = False
-    """A ``return``/``raise`` under a branch precedes it: callers cannot rely on it having run."""
     ctor: Ref | None = None
     """For ``write``: the callable called by the value (``nn.Linear`` in ``self.sub = nn.Linear(4, 4)``)."""
     statement: Span | None = None

@@ -49,7 +49,13 @@ _REGISTER_KIND: dict[str, AttrKind] = {
     "register_buffer": "buffer", "register_parameter": "parameter", "add_module": "submodule",
     "register_module": "submodule",
 }  # fmt: skip
-_BRANCHING = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
+_LEAVES = frozenset(
+    {ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del, ast.alias}
+    | {cls for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for cls in base.__subclasses__()}
+)
+"""Node types with nothing below them that the walk records."""
+_RECORDED = frozenset({*ast.stmt.__subclasses__(), ast.Call, ast.Lambda})
+"""Node types :meth:`FileContext.nodes` returns."""
 
 
 def _is_module_constructor(dotted: str) -> bool:
@@ -66,7 +72,6 @@ class _Event:
     attr: str
     node: ast.AST
     definite: bool
-    after_exit: bool
     value_kind: AttrKind = "unknown"
     detail: str = ""
     text: str = ""
@@ -85,7 +90,8 @@ class _FunctionBuilder:
     events: list[_Event] = field(default_factory=list)
     calls: list[tuple[ast.AST, ast.AST]] = field(default_factory=list)
     branch_depth: int = 0
-    exited: bool = False
+    read_since_change: set[str] = field(default_factory=set)
+    """Attributes already read since their last change: a repeated read adds nothing to the flow analysis."""
 
 
 @dataclass(slots=True)
@@ -133,6 +139,7 @@ class Walker:
         self.instances: list[tuple[Scope, str, ast.AST, ast.AST]] = []
         self.decorated: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, Scope]] = []
         self.import_end = 1
+        self._known: set[str] | None = None
         self._handlers: dict[type[ast.AST], Callable[[ast.AST], None]] = {
             ast.Import: self._import,  # type: ignore[dict-item]
             ast.ImportFrom: self._import_from,  # type: ignore[dict-item]
@@ -150,12 +157,8 @@ class Walker:
             ast.While: self._while,  # type: ignore[dict-item]
             ast.Try: self._try,  # type: ignore[dict-item]
             ast.Match: self._match,  # type: ignore[dict-item]
-            ast.Return: self._exit,  # type: ignore[dict-item]
-            ast.Raise: self._exit,  # type: ignore[dict-item]
             ast.Call: self._call,  # type: ignore[dict-item]
             ast.Attribute: self._attribute,  # type: ignore[dict-item]
-            ast.Name: self._leaf,
-            ast.Constant: self._leaf,
         }
         if hasattr(ast, "TryStar"):
             self._handlers[ast.TryStar] = self._try  # type: ignore[assignment]
@@ -169,7 +172,9 @@ class Walker:
 
     def visit(self, node: ast.AST) -> None:
         kind = type(node)
-        if isinstance(node, ast.stmt | ast.Call | ast.Lambda):
+        if kind in _LEAVES:
+            return
+        if kind in _RECORDED:
             bucket = self.ctx.by_type.get(kind)
             if bucket is None:
                 bucket = self.ctx.by_type[kind] = []
@@ -194,9 +199,6 @@ class Walker:
         for node in nodes:
             self.visit(node)
 
-    def _leaf(self, node: ast.AST) -> None:
-        return None
-
     # -- imports and names ---------------------------------------------------------------------------------------
     def _import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -217,6 +219,7 @@ class Walker:
     def _define(self, name: str) -> str:
         qualname = f"{self.scope.qualname}.{name}" if self.scope.qualname else name
         self.ctx.local_defs.setdefault(self.scope.qualname, {})[name] = qualname
+        self.ctx.defined_names.add(name)
         return qualname
 
     # -- definitions ---------------------------------------------------------------------------------------------
@@ -335,11 +338,6 @@ class Walker:
                 self.visit(case.guard)
             self._branch([case.body])
 
-    def _exit(self, node: ast.Return | ast.Raise) -> None:
-        self.generic(node)
-        if self.function is not None and self.function.branch_depth > 0:
-            self.function.exited = True
-
     # -- state events --------------------------------------------------------------------------------------------
     def _self_attr(self, node: ast.AST) -> str | None:
         """``attr`` when ``node`` is ``self.attr`` in a method body being walked."""
@@ -358,7 +356,13 @@ class Walker:
         function = self.function
         if function is None:
             return None
-        event = _Event(kind, attr, node, function.branch_depth == 0, function.exited, **extra)  # type: ignore[arg-type]
+        if kind == "read":
+            if attr in function.read_since_change:
+                return None  # the first read of a run is the one that can be carried across calls
+            function.read_since_change.add(attr)
+        elif kind != "call":
+            function.read_since_change.discard(attr)
+        event = _Event(kind, attr, node, function.branch_depth == 0, **extra)  # type: ignore[arg-type]
         function.events.append(event)
         return event
 
@@ -616,7 +620,6 @@ class Walker:
             value_kind=e.value_kind,
             detail=e.detail,
             text=e.text,
-            after_exit=e.after_exit,
             ctor=ctx.ref(e.ctor, scope) if e.ctor is not None else None,
             statement=ctx.span(e.statement) if e.statement is not None else None,
         )
@@ -626,12 +629,10 @@ class Walker:
         scope = class_scope.parent
         constructors: list[Ref] = []
         kind = a.kind
-        if a.value is not None:
-            for node in ast.walk(a.value):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
-                    ref = ctx.ref(node.func, scope)
-                    if ref is not None and ref not in constructors:
-                        constructors.append(ref)
+        for func in _constructed(a.value):
+            ref = ctx.ref(func, scope)
+            if ref is not None and ref not in constructors:
+                constructors.append(ref)
         return AttrInit(
             name=a.name,
             kind=kind,
@@ -644,12 +645,24 @@ class Walker:
 
     def _calls(self, builder: _FunctionBuilder) -> tuple[CallRef, ...]:
         ctx = self.ctx
+        known = self._known_names()
         calls: list[CallRef] = []
         for func, call in builder.calls:
+            root = func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if not isinstance(root, ast.Name) or root.id not in known:
+                continue  # a local variable or parameter: nothing the index can resolve
             ref = ctx.ref(func, builder.scope)
             if ref is not None:
                 calls.append(CallRef(ref, ctx.span(call)))
         return tuple(calls)
+
+    def _known_names(self) -> set[str]:
+        """Names that may resolve to a definition or an import somewhere in the file."""
+        if self._known is None:
+            self._known = set(self.ctx.aliases) | self.ctx.defined_names
+        return self._known
 
     def _name_span(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Span:
         """The span of the name in ``def name`` / ``class name`` (what editors underline)."""
@@ -681,6 +694,29 @@ def _constant_key(node: ast.AST) -> str | None:
 def _key_text(node: ast.AST) -> str:
     """``'k'`` for a constant key, ``""`` for a computed one."""
     return _constant_key(node) or ""
+
+
+def _constructed(value: ast.AST | None) -> list[ast.expr]:
+    """The callables a value constructs: ``Block`` in ``Block(...)``, ``nn.ModuleList([Block() for _ in ...])``,
+    ``nn.Sequential(nn.Linear(4, 4), nn.ReLU())`` (the call itself and the calls among its direct arguments)."""
+    if not isinstance(value, ast.Call):
+        return []
+    found: list[ast.expr] = []
+    pending: list[ast.AST] = [value]
+    while pending and len(found) < 16:
+        node = pending.pop()
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name | ast.Attribute):
+                found.append(node.func)
+            pending.extend(reversed(node.args))
+            pending.extend(k.value for k in node.keywords)
+        elif isinstance(node, ast.List | ast.Tuple):
+            pending.extend(reversed(node.elts))
+        elif isinstance(node, ast.ListComp | ast.GeneratorExp):
+            pending.append(node.elt)
+        elif isinstance(node, ast.Starred):
+            pending.append(node.value)
+    return found
 
 
 def _may_alias(value: ast.AST, ctx: FileContext) -> bool:

@@ -72,13 +72,16 @@ def _finding(index: WorkspaceIndex, span: Span, message: str, accesses: list[Acc
 
 def _builds_parameters(index: WorkspaceIndex, path: str, ref: Ref) -> str | None:
     """The class name if calling ``ref`` builds a module with parameters."""
+    if not ref.last[:1].isupper():
+        return None  # a function or method call, not a class being instantiated
     if ref.level == 0 and ref.dotted.startswith("torch.nn."):
         last = ref.last
         return f"nn.{last}" if last in TORCH_MODULES_WITH_PARAMETERS else None
     key = index.resolve_class(path, ref)
     if key is None or not index.is_module_class(key):
         return None
-    return key[1] if _has_parameters(index, key, set()) else None
+    owns = index.memo(("dl106.has_parameters", key), lambda: _has_parameters(index, key, set()))
+    return key[1] if owns else None
 
 
 def _has_parameters(index: WorkspaceIndex, key: ClassKey, seen: set[ClassKey]) -> bool:

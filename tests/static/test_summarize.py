@@ -1,0 +1,132 @@
+"""The framework under the checks: positions, names, compile-site targets, cross-file resolution, bad input."""
+
+from __future__ import annotations
+
+import ast
+import pickle
+
+from dynamo_lens.static import link, might_matter, summarize
+from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.index import WorkspaceIndex
+from dynamo_lens.static.positions import LineIndex
+from dynamo_lens.static.summary import LOCAL, Ref
+from dynamo_lens.static.walk import Walker
+
+MODEL = """\
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+
+    def forward(self, x):
+        self.steps += 1
+        return x
+"""
+
+
+def context(text: str) -> FileContext:
+    ctx = FileContext("m.py", text, ast.parse(text), LineIndex("m.py", text))
+    walker = Walker(ctx)
+    walker.run()
+    walker.finish()
+    return ctx
+
+
+def test_columns_count_characters_not_bytes() -> None:
+    text = 'import torch\n\n\n@torch.compile\ndef f(x):\n    s = "ééé"; y = torch.compile(x)\n    return y\n'
+    sites = summarize("m.py", text).compile_sites
+    call = next(s for s in sites if s.form == "call")
+    assert (call.span.line, call.span.column, call.span.end_column) == (6, 20, 36)
+    assert text.splitlines()[5][call.span.column - 1 : call.span.end_column - 1] == "torch.compile(x)"
+
+
+def test_aliases_resolve_to_canonical_names() -> None:
+    ctx = context(
+        "import torch as T\nfrom torch import compile as tc, nn\nimport functools\n"
+        "compiler = T.compile\ncp = functools.partial(tc, mode='max-autotune')\n"
+    )
+    names = {n: ctx.resolve(ast.parse(n, mode="eval").body) for n in ("T.compile", "tc", "compiler", "nn.Module")}
+    assert names == {
+        "T.compile": "torch.compile",
+        "tc": "torch.compile",
+        "compiler": "torch.compile",
+        "nn.Module": "torch.nn.Module",
+    }
+    assert ctx.compile_partials == {"cp"}
+    assert ctx.resolve(ast.parse("unknown.compile", mode="eval").body) is None
+
+
+def test_refs_distinguish_local_relative_and_absolute_names() -> None:
+    ctx = context("from .model import Model\nfrom ..pkg import base\nclass Local: pass\n")
+    parse = lambda s: ast.parse(s, mode="eval").body  # noqa: E731
+    assert ctx.ref(parse("Model")) == Ref("model.Model", 1)
+    assert ctx.ref(parse("base.Base")) == Ref("pkg.base.Base", 2)
+    assert ctx.ref(parse("Local")) == Ref("Local", LOCAL)
+
+
+def test_cross_file_compile_site_with_absolute_paths() -> None:
+    train = "import torch\nfrom model import Model\n\nm = Model()\ncm = torch.compile(m)\n"
+    summaries = [summarize("/tmp/x/model.py", MODEL), summarize("/tmp/x/train.py", train)]
+    findings = link(summaries)
+    dl101 = [f for f in findings if f.code == "DL101"]
+    assert [(f.path, f.span.line, f.severity.value) for f in dl101] == [("/tmp/x/model.py", 11, "warning")]
+    assert [(r.span.path, r.span.line, r.message) for r in dl101[0].related][-1] == (
+        "/tmp/x/train.py",
+        5,
+        "compiled here",
+    )
+    index = WorkspaceIndex(summaries)
+    site = index.compiled_binding("/tmp/x/train.py", "", "cm")
+    assert site is not None and site.span.line == 5
+    assert index.compiled_binding("/tmp/x/train.py", "", "m") == site  # the instance shares the module's state
+    assert index.sites_for_scope("/tmp/x/model.py", "Model.forward") == (site,)
+    assert index.is_module_class(("/tmp/x/model.py", "Model"))
+
+
+def test_relative_import_through_a_package_reexport() -> None:
+    summaries = [
+        summarize("proj/pkg/__init__.py", "from .model import Model\n"),
+        summarize("proj/pkg/model.py", MODEL),
+        summarize("proj/run.py", "import torch\nfrom pkg import Model\n\ntorch.compile(Model())\n"),
+    ]
+    dl101 = [f for f in link(summaries) if f.code == "DL101"]
+    assert [(f.path, f.severity.value) for f in dl101] == [("proj/pkg/model.py", "warning")]
+
+
+def test_uncompiled_module_hazard_is_a_hint() -> None:
+    assert [(f.code, f.severity.value) for f in link([summarize("m.py", MODEL)])] == [("DL101", "hint")]
+
+
+def test_syntax_error_keeps_what_precedes_it() -> None:
+    text = MODEL + "\n\ndef broken(:\n    pass\n"
+    summary = summarize("m.py", text)
+    assert summary.error is not None and "line 15" in summary.error
+    assert [c.qualname for c in summary.classes] == ["Model"]
+
+
+def test_byte_order_mark_and_crlf_keep_positions() -> None:
+    summary = summarize("m.py", "\ufeff" + MODEL.replace("\n", "\r\n"))
+    assert summary.error is None
+    assert [(f.span.line, f.span.column) for f in link([summary]) if f.code == "DL101"] == [(11, 9)]
+
+
+def test_bad_input_never_raises() -> None:
+    for text in ("\x00", "(" * 5000, "x = " + "+".join(["a"] * 50000), "class", "def f(:", "\udcff"):
+        summary = summarize("bad.py", text)
+        pickle.loads(pickle.dumps(summary))
+        link([summary])
+
+
+def test_prefilter_skips_files_that_cannot_matter() -> None:
+    assert not might_matter("VALUES = [1, 2, 3]\nNAMES = ('a', 'b')\n")
+    assert summarize("data.py", "VALUES = [1, 2, 3]\n").skipped
+    assert might_matter("from .model import Model\n")  # a re-export: other files resolve names through it
+
+
+def test_summaries_pickle_round_trip() -> None:
+    summary = summarize("m.py", MODEL)
+    assert pickle.loads(pickle.dumps(summary)) == summary
