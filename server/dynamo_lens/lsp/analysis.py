@@ -5,8 +5,12 @@ document's analysis is replaced on every analysed version (``scan.analyse_text``
 takes part in linking another. Linking runs over all of them: a compile site typed in ``train.py`` turns the hazards
 in ``model.py`` into warnings at once. This module only keeps state and calls ``scan``; it judges nothing.
 
+Imports: ``scan`` (and through it the analyzer and its checks) is imported on first use, in a worker thread, so that
+the server answers ``initialize`` without paying for it.
+
 Thread safety: the methods run in worker threads. Each analysis is stored with a generation number taken on the
-event loop when the work was scheduled, and an older result never replaces a newer one.
+event loop when the work was scheduled, and an older result never replaces a newer one. A file open in the editor is
+*pinned*: results read from disk never replace its in-memory analysis, whenever they arrive.
 """
 
 from __future__ import annotations
@@ -14,19 +18,21 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from dynamo_lens import scan
-from dynamo_lens.cache import AnalysisCache
 from dynamo_lens.config import Settings
 from dynamo_lens.model import Finding
-from dynamo_lens.scan import FileAnalysis
-from dynamo_lens.scan_sources import FileProblem
-from dynamo_lens.static.summary import FileSummary
+
+if TYPE_CHECKING:
+    from dynamo_lens.scan import FileAnalysis
+    from dynamo_lens.scan_sources import FileProblem
+    from dynamo_lens.static.summary import FileSummary
 
 
 class WorkspaceAnalysis:
     def __init__(self) -> None:
         self._files: dict[str, tuple[int, FileAnalysis]] = {}
+        self._pinned: set[str] = set()
         self._lock = threading.Lock()
         self._generations = itertools.count(1)
 
@@ -34,23 +40,39 @@ class WorkspaceAnalysis:
         """Taken on the event loop when an analysis is scheduled, so that results can be ordered."""
         return next(self._generations)
 
+    def pin(self, path: str) -> None:
+        """``path`` is open in the editor: only :meth:`update` (its in-memory text) may change it from now on."""
+        with self._lock:
+            self._pinned.add(path)
+
+    def unpin(self, path: str) -> None:
+        with self._lock:
+            self._pinned.discard(path)
+
     def update(self, path: str, text: str, generation: int) -> None:
         """Analyse ``text`` as the content of ``path``."""
+        from dynamo_lens import scan
+
         outcome = scan.analyse_text(path, text)
-        if isinstance(outcome, FileProblem):
-            self.forget(path)
-        else:
+        if isinstance(outcome, scan.FileAnalysis):
             self._store([outcome], generation)
+        else:
+            self.forget(path)
 
     def update_from_disk(self, paths: Sequence[str], generation: int) -> list[FileProblem]:
         """Analyse files as they are on disk (cached by content); returns the files that could not be analysed."""
+        from dynamo_lens import scan
+        from dynamo_lens.cache import AnalysisCache
+
         workspace = scan.analyse_files(paths, AnalysisCache.in_root())
-        self._store(workspace.files.values(), generation)
+        self._store(workspace.files.values(), generation, from_disk=True)
         return list(workspace.problems)
 
-    def _store(self, analyses: Iterable[FileAnalysis], generation: int) -> None:
+    def _store(self, analyses: Iterable[FileAnalysis], generation: int, *, from_disk: bool = False) -> None:
         with self._lock:
             for analysis in analyses:
+                if from_disk and analysis.path in self._pinned:
+                    continue
                 current = self._files.get(analysis.path)
                 if current is None or current[0] <= generation:
                     self._files[analysis.path] = (generation, analysis)
@@ -70,10 +92,22 @@ class WorkspaceAnalysis:
     def file_count(self) -> int:
         return len(self._files)
 
-    def findings(self, rules: Settings) -> tuple[dict[str, list[Finding]], tuple[str, ...]]:
-        """Every finding in the workspace by path, after suppression comments and ``rules``; and internal errors."""
+    def update_and_link(
+        self, path: str, text: str, generation: int, rules: Settings | None
+    ) -> tuple[dict[str, list[Finding]], tuple[str, ...]]:
+        """:meth:`update` then :meth:`findings`, in one trip to a worker thread (the keystroke path)."""
+        self.update(path, text, generation)
+        return self.findings(rules)
+
+    def findings(self, rules: Settings | None) -> tuple[dict[str, list[Finding]], tuple[str, ...]]:
+        """Every finding in the workspace by path, after suppression comments and ``rules``; and internal errors.
+        Nothing when ``rules`` is None (static analysis turned off)."""
+        if rules is None:
+            return {}, ()
         with self._lock:
             analyses = [analysis for _generation, analysis in self._files.values()]
+        from dynamo_lens import scan
+
         linked, internal_errors = scan.link_files(analyses, rules)
         grouped: dict[str, list[Finding]] = {}
         for finding in linked:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
@@ -23,7 +23,9 @@ from dynamo_lens.lsp.interpreter import TorchVersion, in_range, selected_torch
 from dynamo_lens.lsp.positions import from_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.model import Edit, Fix, Span
-from dynamo_lens.static.summary import ClassSummary, FileSummary
+
+if TYPE_CHECKING:
+    from dynamo_lens.static.summary import ClassSummary, FileSummary
 
 MARK_DYNAMIC_CODES = frozenset({"DL101"})
 MODULES_DYNAMIC_SINCE: TorchVersion = (2, 5)

@@ -10,13 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from dynamo_lens.lsp.compiled import observed, places_in_file, shown_places
 from dynamo_lens.lsp.runs import RunResult
 from dynamo_lens.lsp.server import DynamoLensServer
-from dynamo_lens.static.summary import FileSummary
+
+if TYPE_CHECKING:
+    from dynamo_lens.static.summary import FileSummary
 
 RUN = "dynamoLens.run"
 SHOW_GUARDS = "dynamoLens.showGuards"

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import functools
 import itertools
-import tempfile
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -30,8 +30,9 @@ from dynamo_lens.lsp.interpreter import interpreter
 from dynamo_lens.lsp.runs import RunRequest, RunResult, compare, summarise
 from dynamo_lens.lsp.server import DynamoLensServer, RequestRefused
 from dynamo_lens.model import Finding
-from dynamo_lens.runtime.attribution import findings_from_report
-from dynamo_lens.runtime.runner import RunOutcome, Target, run
+
+if TYPE_CHECKING:
+    from dynamo_lens.runtime.runner import RunOutcome, Target
 
 RUN = "dynamoLens.run"
 SHOW_REPORT = "dynamoLens.showReport"
@@ -49,13 +50,12 @@ ALREADY_RUNNING = "A Dynamo Lens run is already in progress in this workspace; w
 
 def register(server: DynamoLensServer) -> None:
     run_ids = itertools.count(1)
-    run_dir = Path(tempfile.mkdtemp(prefix="dynamo-lens-runs-"))
 
     @server.command(RUN)
     @server.guarded()
     async def run_command(*arguments: Any) -> dict[str, Any] | None:
         request = parse_run_request(server, arguments)
-        return await run_instrumented(server, request, run_dir / f"run-{next(run_ids)}.json")
+        return await run_instrumented(server, request, reports_directory() / f"run-{next(run_ids)}.json")
 
     @server.command(SHOW_REPORT)
     @server.guarded()
@@ -78,6 +78,14 @@ def register(server: DynamoLensServer) -> None:
         path = server.path_of(str(argument.get("uri", "")))
         position = types.Position(line=int(argument.get("line", 0)), character=int(argument.get("character", 0)))
         return hover_at(server, path, position) if path is not None else None
+
+
+@functools.cache
+def reports_directory() -> Path:
+    """A private directory for this server's run reports, made on the first run (``tempfile`` loads lazily)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="dynamo-lens-runs-"))
 
 
 def parse_run_request(server: DynamoLensServer, arguments: tuple[Any, ...]) -> RunRequest:
@@ -108,6 +116,8 @@ async def run_instrumented(server: DynamoLensServer, request: RunRequest, report
     token = await diagnostics.begin_progress(server, f"Dynamo Lens: running {Path(request.path).name}", True)
     if token is not None:
         server.work_done_progress.tokens[token].add_done_callback(lambda future: cancel.set())
+    from dynamo_lens.runtime.runner import run
+
     try:
         target = _target(request)
         work = partial(
@@ -133,6 +143,8 @@ def finish(
     server: DynamoLensServer, request: RunRequest, outcome: RunOutcome, before: Mapping[str, list[str]]
 ) -> dict[str, Any]:
     """Store and publish a finished run; returns its summary."""
+    from dynamo_lens.runtime.attribution import findings_from_report
+
     findings = findings_from_report(outcome.report) if outcome.report is not None else []
     tracked = [_carry_over_edits(server, finding, before) for finding in findings]
     summary = summarise(outcome, request.uri)
@@ -175,6 +187,8 @@ def _carry_over_edits(server: DynamoLensServer, finding: Finding, before: Mappin
 
 
 def _target(request: RunRequest) -> Target:
+    from dynamo_lens.runtime.runner import Target
+
     if request.test is not None:
         return Target(module="pytest", args=(request.test, *request.args))
     return Target(script=request.path, args=request.args)

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from dynamo_lens.runtime.report import Frame, FrameRef, GraphBreak, LimitHit, Recompile, RunReport
-from dynamo_lens.static.summary import ClassSummary, CompileSite, FileSummary, FunctionSummary, MethodSummary
+if TYPE_CHECKING:
+    from dynamo_lens.runtime.report import Frame, FrameRef, GraphBreak, LimitHit, Recompile, RunReport
+    from dynamo_lens.static.summary import ClassSummary, CompileSite, FileSummary, FunctionSummary, MethodSummary
 
 DECORATOR_LINES = 6
 """How far above a ``def`` its code object may start (decorators)."""

@@ -16,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 from lsprotocol import types
 
+from dynamo_lens.config import Settings
 from dynamo_lens.discovery import discover
 from dynamo_lens.lsp.convert import path_to_uri, to_diagnostic
 from dynamo_lens.lsp.documents import DocumentState, TrackedFinding, track_change, visible_findings
@@ -42,6 +44,7 @@ def register(server: DynamoLensServer) -> None:
         state = server.documents.get(path)
         state.open, state.version = True, params.text_document.version
         state.lines = params.text_document.text.splitlines(keepends=True)
+        server.analysis.pin(path)
         schedule(server, path, immediate=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -68,6 +71,7 @@ def register(server: DynamoLensServer) -> None:
             state.pending.cancel()
         state.open, state.version, state.lines = False, None, []
         state.static, state.static_version = (), None
+        server.analysis.unpin(path)
         publish(server, [path])
         if Path(path).is_file():
             state.pending = asyncio.ensure_future(_analyse_disk(server, path))
@@ -122,11 +126,13 @@ async def _analyse_open(server: DynamoLensServer, path: str, delay: float) -> No
             return
         version, text = state.version, "".join(state.lines)
         generation = server.analysis.next_generation()
+        rules = current_rules(server) if server.settings.enable_static else None
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(server.thread_pool, server.analysis.update, path, text, generation)
+        work = partial(server.analysis.update_and_link, path, text, generation, rules)
+        grouped, internal_errors = await loop.run_in_executor(server.thread_pool, work)
         if state.version != version or not state.open:
             return  # a newer edit or a close won: its own analysis publishes
-        await _relink(server, {path: version})
+        _install(server, grouped, internal_errors, {path: version})
     except asyncio.CancelledError:
         raise
     except Exception as exc:
@@ -148,16 +154,28 @@ async def _analyse_disk(server: DynamoLensServer, path: str) -> None:
 
 async def _relink(server: DynamoLensServer, analysed: Mapping[str, int | None]) -> None:
     """Link the workspace and publish every file whose findings changed; ``analysed`` gives the versions just read."""
-    if not server.settings.enable_static:
-        grouped: dict[str, list[Finding]] = {}
-    else:
-        rules = effective_rules(server.settings, workspace_root(server))
-        loop = asyncio.get_running_loop()
-        grouped, internal_errors = await loop.run_in_executor(server.thread_pool, server.analysis.findings, rules)
-        for error in internal_errors:
-            server.log(f"dynamo-lens: {error}", types.MessageType.Error)
-    changed = apply_static(server, grouped, analysed)
-    publish(server, changed)
+    rules = current_rules(server) if server.settings.enable_static else None
+    loop = asyncio.get_running_loop()
+    grouped, internal_errors = await loop.run_in_executor(server.thread_pool, server.analysis.findings, rules)
+    _install(server, grouped, internal_errors, analysed)
+
+
+def _install(
+    server: DynamoLensServer,
+    grouped: Mapping[str, list[Finding]],
+    internal_errors: Sequence[str],
+    analysed: Mapping[str, int | None],
+) -> None:
+    for error in internal_errors:
+        server.log(f"dynamo-lens: {error}", types.MessageType.Error)
+    publish(server, apply_static(server, grouped, analysed))
+
+
+def current_rules(server: DynamoLensServer) -> Settings:
+    """The effective select/ignore/severity settings, computed once per settings change (not per keystroke)."""
+    if server.rules is None:
+        server.rules = effective_rules(server.settings, workspace_root(server))
+    return server.rules
 
 
 def apply_static(
@@ -254,13 +272,11 @@ async def scan_workspace(server: DynamoLensServer) -> None:
         return
     token = await begin_progress(server, "Dynamo Lens: scanning the workspace")
     try:
-        rules = effective_rules(server.settings, root)
         loop = asyncio.get_running_loop()
-        files = (await loop.run_in_executor(server.thread_pool, discover, [str(root)], rules)).files
+        files = (await loop.run_in_executor(server.thread_pool, discover, [str(root)], current_rules(server))).files
         generation = server.analysis.next_generation()
         for start in range(0, len(files), SCAN_BATCH):
-            open_paths = {p for p in server.documents.paths() if server.documents.get(p).open}
-            chunk = [p for p in files[start : start + SCAN_BATCH] if p not in open_paths]
+            chunk = files[start : start + SCAN_BATCH]
             problems = await loop.run_in_executor(
                 server.thread_pool, server.analysis.update_from_disk, chunk, generation
             )

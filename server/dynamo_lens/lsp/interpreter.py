@@ -12,7 +12,6 @@ import sys
 
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.rules import TORCH_VERSION_ASSUMED
-from dynamo_lens.runtime.runner import torch_version
 
 TorchVersion = tuple[int, int]
 
@@ -37,6 +36,8 @@ ASSUMED = parse_version(TORCH_VERSION_ASSUMED) or (2, 13)
 
 async def selected_torch(server: DynamoLensServer) -> TorchVersion:
     """The selected interpreter's torch version (the assumed release when unknown)."""
+    from dynamo_lens.runtime.runner import torch_version
+
     python = interpreter(server)
     loop = asyncio.get_running_loop()
     found = await loop.run_in_executor(server.thread_pool, torch_version, python)

@@ -57,6 +57,7 @@ def apply_settings(server: DynamoLensServer, raw: Any, *, initial: bool = False)
     if problems:
         server.show("Dynamo Lens: some settings were invalid and use their defaults; see the output log.")
     server.settings = settings
+    server.rules = None
     return settings
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynamo_lens.model import Finding
-from dynamo_lens.runtime.report import RunReport
-from dynamo_lens.runtime.runner import RunOutcome
+
+if TYPE_CHECKING:
+    from dynamo_lens.runtime.report import RunReport
+    from dynamo_lens.runtime.runner import RunOutcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from dynamo_lens import __version__
+from dynamo_lens.config import Settings
 from dynamo_lens.lsp.analysis import WorkspaceAnalysis
 from dynamo_lens.lsp.documents import DocumentStore
 from dynamo_lens.lsp.runs import RunStore
@@ -52,6 +53,8 @@ class DynamoLensServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.settings = ServerSettings()
+        self.rules: Settings | None = None
+        """The effective select/ignore/severity (editor over ``pyproject.toml``); None until computed."""
         self.documents = DocumentStore()
         self.analysis = WorkspaceAnalysis()
         self.runs = RunStore()

@@ -1,0 +1,258 @@
+"""How fast the language server answers, over real JSON-RPC on stdio (the transport editors use).
+
+* ``start → initialize``: from spawning ``dynamo-lens serve`` to the ``initialize`` answer (target ≤ 0.5 s).
+* ``didChange → publishDiagnostics``: one incremental edit at a time on a 3,000-line file with about 20 findings,
+  timed until the diagnostics for that version arrive; p50/p95 over 100 edits (target p95 ≤ 50 ms). Measured twice:
+  with ``debounceMs: 0`` (the analysis itself: summarise, link, convert, send), and with the default debounce and a
+  typing pause between edits (an edit after a quiet period is analysed at once; only bursts wait for the debounce).
+* ``hover``: 100 hovers on compiled classes of that file, p50/p95 (target p95 ≤ 20 ms).
+* memory: the server's resident set size after it has scanned a generated 2,000-file workspace, and the scan time.
+
+    .venv/bin/python benchmarks/lsp_latency.py [--edits 100] [--files 2000]
+
+Prints figures and each target as a ratio (measured / target; ≤ 1.00 meets it). Wall-clock latencies depend on what
+else the machine runs, so the server's own CPU time (from ``/proc/<pid>/stat``) is printed beside them: CPU seconds
+at the ``initialize`` answer, and CPU milliseconds per edit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path
+
+SERVER = [sys.executable, "-m", "dynamo_lens", "serve"]
+
+MODULE = """\
+class Counter{n}(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+        self.scale = nn.Linear(4, 4)
+
+    def forward(self, x):
+        self.steps += 1
+        return self.scale(x) * 2
+
+
+compiled_{n} = torch.compile(Counter{n}())
+"""
+HEADER = "import torch\nfrom torch import nn\n\n\n"
+
+
+def big_file(lines: int, modules: int) -> tuple[str, list[int]]:
+    """A file of about ``lines`` lines with ``modules`` recompiling modules (a DL101 and a DL001 each); also the
+    0-based lines of the ``class`` statements."""
+    parts = [HEADER]
+    class_lines = []
+    filler_per_module = max(0, (lines - len(HEADER.splitlines())) // modules - len(MODULE.splitlines()) - 2)
+    line = len(HEADER.splitlines())
+    for n in range(modules):
+        class_lines.append(line)
+        parts.append(MODULE.format(n=n) + "\n\n")
+        line += len(MODULE.splitlines()) + 2
+        for i in range(filler_per_module):
+            parts.append(f"setting_{n}_{i} = {i}  # plain module-level code\n")
+        line += filler_per_module
+    return "".join(parts), class_lines
+
+
+class Client(LanguageClient):
+    def __init__(self) -> None:
+        super().__init__("lsp-latency", "1")
+        self.arrived: dict[tuple[str, int | None], float] = {}
+        self.event = asyncio.Event()
+        self.scan_done = asyncio.Event()
+
+        @self.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def publish(params: types.PublishDiagnosticsParams) -> None:
+            self.arrived[(params.uri, params.version)] = time.perf_counter()
+            self.event.set()
+
+        @self.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def create(params: types.WorkDoneProgressCreateParams) -> None:
+            return None
+
+        @self.feature(types.PROGRESS)
+        def progress(params: types.ProgressParams) -> None:
+            value: Any = params.value
+            kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+            if kind == "end":
+                self.scan_done.set()
+
+        @self.feature(types.WORKSPACE_CONFIGURATION)
+        def configuration(params: types.ConfigurationParams) -> list[Any]:
+            return [None for _ in params.items]
+
+    async def wait_for(self, uri: str, version: int) -> float:
+        while (uri, version) not in self.arrived:
+            self.event.clear()
+            await asyncio.wait_for(self.event.wait(), 30)
+        return self.arrived[(uri, version)]
+
+
+async def start(root: Path, options: dict[str, Any]) -> tuple[Client, float]:
+    """A started and initialised server, and the wall seconds until ``initialize`` was answered."""
+    client = Client()
+    began = time.perf_counter()
+    await client.start_io(*SERVER)
+    capabilities = types.ClientCapabilities(
+        window=types.WindowClientCapabilities(work_done_progress=True),
+        workspace=types.WorkspaceClientCapabilities(configuration=True),
+    )
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=capabilities, root_uri=from_fs_path(str(root)), initialization_options=options
+        )
+    )
+    elapsed = time.perf_counter() - began
+    client.initialized(types.InitializedParams())
+    return client, elapsed
+
+
+async def stop(client: Client) -> None:
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def report(name: str, values: list[float], target: float | None, unit: str = "ms") -> None:
+    p50, p95 = percentile(values, 50), percentile(values, 95)
+    ratio = f"  p95/target = {p95 / target:.2f}" if target else ""
+    print(f"{name:<48} p50 {p50:7.1f} {unit}  p95 {p95:7.1f} {unit}  max {max(values):7.1f} {unit}{ratio}")
+
+
+async def edits(root: Path, text: str, count: int, options: dict[str, Any], pause: float) -> tuple[list[float], float]:
+    """Latencies (ms) of ``count`` edits, and the server's CPU milliseconds per edit."""
+    path = root / "big.py"
+    uri = from_fs_path(str(path))
+    assert uri is not None
+    client, _ = await start(root, options)
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+    )
+    await client.wait_for(uri, 1)
+    filler = [i for i, line in enumerate(text.splitlines()) if line.startswith("setting_")]
+    latencies = []
+    cpu_before = cpu_seconds(server_pid(client))
+    for version in range(2, count + 2):
+        line = filler[(version * 37) % len(filler)]
+        change = types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line, 0), end=types.Position(line, 7)), text="tuning_"
+        )
+        sent = time.perf_counter()
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(types.VersionedTextDocumentIdentifier(uri=uri, version=version), [change])
+        )
+        latencies.append((await client.wait_for(uri, version) - sent) * 1000)
+        await asyncio.sleep(pause)
+    cpu_ms = (cpu_seconds(server_pid(client)) - cpu_before) * 1000 / count
+    await stop(client)
+    return latencies, cpu_ms
+
+
+async def hovers(root: Path, text: str, class_lines: list[int], count: int) -> list[float]:
+    path = root / "big.py"
+    uri = from_fs_path(str(path))
+    assert uri is not None
+    client, _ = await start(root, {"debounceMs": 0})
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+    )
+    await client.wait_for(uri, 1)
+    latencies = []
+    for i in range(count):
+        line = class_lines[i % len(class_lines)]
+        sent = time.perf_counter()
+        result = await client.text_document_hover_async(
+            types.HoverParams(types.TextDocumentIdentifier(uri=uri), types.Position(line=line, character=8))
+        )
+        latencies.append((time.perf_counter() - sent) * 1000)
+        assert result is not None, f"no hover on line {line}"
+    await stop(client)
+    return latencies
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_pid(client: LanguageClient) -> int:
+    assert client._server is not None
+    return client._server.pid
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def workspace_memory(root: Path, files: int) -> tuple[float, float, float]:
+    """(RSS before the scan, RSS after it, scan seconds) for a generated workspace of ``files`` files."""
+    for n in range(files):
+        package = root / f"pkg_{n // 100}"
+        package.mkdir(exist_ok=True)
+        body = HEADER + MODULE.format(n=n) if n % 10 == 0 else HEADER + f"def helper_{n}(x):\n    return x + {n}\n"
+        (package / f"module_{n}.py").write_text(body + "".join(f"value_{i} = {i}\n" for i in range(60)))
+    client, _ = await start(root, {"debounceMs": 0})
+    pid = server_pid(client)
+    began = time.perf_counter()
+    before = rss_mib(pid)
+    await asyncio.wait_for(client.scan_done.wait(), 600)
+    elapsed = time.perf_counter() - began
+    await asyncio.sleep(0.5)
+    after = rss_mib(pid)
+    await stop(client)
+    return before, after, elapsed
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--edits", type=int, default=100)
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--starts", type=int, default=5)
+    args = parser.parse_args()
+    text, class_lines = big_file(3000, 20)
+    print(f"file: {len(text.splitlines())} lines, {len(class_lines)} recompiling modules")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "big.py").write_text(text)
+        starts, start_cpu = [], []
+        for _ in range(args.starts):
+            client, elapsed = await start(root, {})
+            starts.append(elapsed * 1000)
+            start_cpu.append(cpu_seconds(server_pid(client)) * 1000)
+            await stop(client)
+        report("start -> initialize answered", starts, 500.0)
+        report("  server CPU at the initialize answer", start_cpu, 500.0)
+        for label, options, pause in (("debounce 0", {"debounceMs": 0}, 0.0), ("default, pauses", {}, 0.25)):
+            latencies, cpu_ms = await edits(root, text, args.edits, options, pause)
+            report(f"didChange -> publishDiagnostics ({label})", latencies, 50.0)
+            print(f"  server CPU per edit: {cpu_ms:.1f} ms")
+        report("hover on a compiled class", await hovers(root, text, class_lines, 100), 20.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        before, after, seconds = await workspace_memory(Path(tmp), args.files)
+        memory = f"server RSS {before:.0f} MiB before, {after:.0f} MiB after"
+        print(f"{args.files}-file workspace: scan {seconds:.1f} s, {memory}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
