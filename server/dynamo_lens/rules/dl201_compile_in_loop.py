@@ -37,7 +37,8 @@ for batch in loader:
 ## Known limitations
 Functions called from a loop are followed one level, within one file, and are reported only with a fresh backend
 (a helper that compiles per call may compile a different model each time). A loop that compiles something bound in
-the loop (`for m in models: torch.compile(m)`) is not reported. Whether a backend expression builds a new callable
+the loop (`for m in models: torch.compile(m)`) is not reported, nor one that resets Dynamo before compiling (each
+iteration is then meant to compile from scratch; see DL206). Whether a backend expression builds a new callable
 is decided from its syntax: a name bound outside the loop, and `torch._dynamo.lookup_backend(...)`, are assumed to
 be stable.
 

@@ -2,7 +2,8 @@
 
 ## What it does
 Flags `torch._dynamo.reset()` and `torch.compiler.reset()` evaluated inside a loop, or inside a function called from
-a loop in the same file.
+a loop in the same file, when that loop also calls a compiled callable that was compiled outside it (so the reset
+throws away exactly the code the loop is about to reuse).
 
 ## Why it matters
 `reset()` drops every compiled cache entry of every function. The next call compiles from scratch, and because the
@@ -24,8 +25,9 @@ around the recompile limit, fix the recompiles instead (see `dynamo-lens run`).
 
 ## Known limitations
 Functions called from a loop are followed one level, within one file. A reset under a condition inside the loop
-(`if step % 1000 == 0:`) is still reported. A loop that also compiles (one reset per experiment, each experiment
-compiling its own model) is not reported.
+(`if step % 1000 == 0:`) is still reported. A loop that does not call a compiled callable of
+this file compiled outside it (one reset per experiment or per test, each compiling its own model; a benchmark
+helper that resets and compiles) is not reported, nor is a reset in a file that compiles nothing.
 
 ## Fix safety
 No automatic fix: where the reset belongs depends on why it was written.

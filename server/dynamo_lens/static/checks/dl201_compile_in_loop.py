@@ -9,6 +9,7 @@ from dynamo_lens.model import Edit, Fix, Severity, Span
 from dynamo_lens.rules.dl201_compile_in_loop import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.checks._usage import (
+    RESETS,
     Loop,
     UsageCandidate,
     judge_usage,
@@ -46,6 +47,9 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
             where = f"on every call of `{helper}()`, which a loop calls"
         else:
             continue
+        scope_node = loops[-1] if loops else function.node if function is not None else None
+        if scope_node is not None and _resets(ctx, scope_node):
+            continue  # the cache is dropped anyway before each compile: one compile per experiment
         backend = _backend(call, site)
         fresh = _fresh_backend(ctx, backend, bound) if backend is not None else None
         text = ctx.source(call, 60)
@@ -68,6 +72,10 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         yield UsageCandidate(
             RULE.code, ctx.span(call), message, severity, (site,), fixes=tuple(f for f in fixes if f is not None)
         )
+
+
+def _resets(ctx: FileContext, node: ast.AST) -> bool:
+    return any(isinstance(inner, ast.Call) and ctx.resolve(inner.func) in RESETS for inner in ast.walk(node))
 
 
 def _backend(call: ast.Call, site: CompileSite) -> ast.expr | None:
