@@ -312,3 +312,29 @@ def test_int_of_a_python_number_is_not_a_graph_break() -> None:
         )
     )
     assert [(f.span.line, f.span.column) for f in only(findings, "DL301")] == [(7, 46)]
+
+
+def test_self_updates_of_an_argument_do_not_make_it_a_tensor() -> None:
+    """`width = width // self.patch_size` on a plain argument (diffusers' embeddings.py): no graph break."""
+    findings = analyse(
+        (
+            "/ws/a.py",
+            """
+            import torch
+
+            @torch.compile
+            def crop(x, width, extra=None):
+                width = width // 2
+                if width > 4:
+                    x = x[:, :width]
+                if extra:
+                    extra = extra * 2
+                y = torch.relu(x)
+                y = y + 1
+                if y.sum() > 0:
+                    y = y * 2
+                return x, y
+            """,
+        )
+    )
+    assert [f.span.line for f in only(findings, "DL302")] == [13]

@@ -85,9 +85,13 @@ class TensorInference:
             return name == self._deciding[-1]
         if self._assigned is None:
             self._assigned = self._collect_assignments()
-        values = self._assigned.get(name)
+        values = self._assigned.get(name) or []
         self._deciding.append(name)
-        decided = bool(values) and all(self.is_tensor(v) for v in values or ())
+        # Every value is a tensor, and at least one without help from the name itself (`x = x // 2` on an
+        # argument proves nothing).
+        decided = all(self.is_tensor(v) for v in values) and any(
+            self.is_tensor(v) for v in values if not _mentions(v, name)
+        )
         self._deciding.pop()
         self._names[name] = decided
         return decided
@@ -133,6 +137,10 @@ class TensorInference:
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
             return self.is_tensor_condition(expr.operand)
         return self.is_tensor(expr)
+
+
+def _mentions(expr: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(expr))
 
 
 def _is_torch_tensor_function(dotted: str) -> bool:
