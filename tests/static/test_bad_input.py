@@ -97,7 +97,6 @@ def test_bytes_that_are_not_utf8(raw: bytes, errors: str) -> None:
         assert finding.span.line >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="summarize does not strip a UTF-8 BOM yet (reported in requests-S1.md)")
 def test_bom_and_crlf_keep_positions() -> None:
     text = "\ufeffimport torch\r\n@torch.compile\r\ndef f(x):\r\n    print(x)\r\n"
     error, findings = findings_of(text)
