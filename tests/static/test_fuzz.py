@@ -1,5 +1,6 @@
 """Property tests: whatever text the editor sends while the user types, ``summarize`` and ``link`` never raise, the
-summaries stay picklable, and every finding points inside the text it came from."""
+summaries are deterministic and picklable, ``link`` does not depend on the order of the files, and every finding
+points inside the text it came from."""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ def check_never_raises(texts: Sequence[str]) -> list[Finding]:
     for summary in summaries:
         assert isinstance(summary, FileSummary)
         assert pickle.loads(pickle.dumps(summary)) == summary
+    assert [summarize(f"/ws/file{i}.py", text) for i, text in enumerate(texts)] == summaries  # deterministic
     findings = link(summaries)
+    assert link(summaries[::-1]) == findings  # the editor hands files over in any order
     lines = {f"/ws/file{i}.py": max(1, len(text.splitlines())) for i, text in enumerate(texts)}
     for finding in findings:
         span = finding.span
@@ -140,3 +143,15 @@ def test_deep_nesting(piece: str, depth: int) -> None:
     body = piece * depth + "x" + closing * depth
     text = f"import torch\n\n@torch.compile\ndef f(x):\n    return {body}\n"
     check_never_raises([text])
+
+
+FIXTURE_SUMMARIES = [summarize(str(p), p.read_text(encoding="utf-8")) for p in sorted(FIXTURES.rglob("*.py"))]
+FIXTURE_FINDINGS = link(FIXTURE_SUMMARIES)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.permutations(FIXTURE_SUMMARIES))
+def test_link_does_not_depend_on_file_order(summaries: list[FileSummary]) -> None:
+    """Every fixture (single files and multi-file cases, with same-named modules in different folders) linked as one
+    workspace, in any order."""
+    assert link(summaries) == FIXTURE_FINDINGS
