@@ -188,3 +188,25 @@ def test_main_in_process_matches_the_console_script(
     monkeypatch.chdir(project)
     assert main(["check", "--no-cache"]) == 1
     assert capsys.readouterr().out == check(project, "--no-cache", cache_home=cache_home).stdout
+
+
+def test_closed_pipe_is_not_an_internal_error(project: Path, cache_home: Path) -> None:
+    for i in range(300):
+        (project / f"counter_{i}.py").write_text(MODEL, encoding="utf-8")
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
+    reader = subprocess.Popen(["head", "-c", "1"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    assert reader.stdin is not None
+    with reader.stdin:
+        result = subprocess.run(
+            [str(DYNAMO_LENS), "check", "--show-hints"],
+            cwd=project,
+            env=env,
+            stdout=reader.stdin,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    reader.wait(timeout=30)
+    assert "internal error" not in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 1

@@ -53,6 +53,9 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         return _check(args)
+    except BrokenPipeError:  # `dynamo-lens check | head`: the reader has gone, which is not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the interpreter's final flush is quiet
+        return EXIT_FINDINGS
     except Exception:  # the contract: never a bare traceback from check, exit 2 for our own bugs
         print("dynamo-lens: internal error, please report it:", file=sys.stderr)
         traceback.print_exc(file=sys.stderr)
