@@ -77,11 +77,40 @@ def run_shim(tmp: Path, *target: str, cwd: Path = FIXTURES, **env: str) -> Run:
     return Run(done.returncode, done.stdout, done.stderr, document, load_report(report_path), report_path)
 
 
+@dataclass(frozen=True)
+class Hanging:
+    process: subprocess.Popen[str]
+    report_path: Path
+
+
+def start_hanging(tmp: Path) -> Hanging:
+    """``hangs.py`` under the shim, returned once it has compiled and sleeps (it printed ``ready``)."""
+    report = tmp / "report.json"
+    process = subprocess.Popen(
+        shim_command(report, str(FIXTURES / "hangs.py")),
+        cwd=FIXTURES,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "ready\n"
+    return Hanging(process, report)
+
+
+@dataclass(frozen=True)
+class Jobs:
+    runs: dict[str, Future[Run]]
+    hanging: dict[str, Future[Hanging]]
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[Run]]]:
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jobs]:
+    """Every subprocess of this module, started together on first use, two at a time."""
     tmp = tmp_path_factory.mktemp("shim-runs")
     behaviours = str(FIXTURES / "behaviours.py")
-    jobs: dict[str, tuple[tuple[str, ...], Path, dict[str, str]]] = {
+    scripts: dict[str, tuple[tuple[str, ...], Path, dict[str, str]]] = {
         "behaviours": ((behaviours, "first", "--second"), FIXTURES, {}),
         "crash": ((str(FIXTURES / "crash.py"),), FIXTURES, {}),
         "exits": (("exits.py",), FIXTURES, {"TRACE_DIR": str(tmp / "trace")}),
@@ -95,13 +124,30 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[
         ),
         "no-trace": ((str(FIXTURES / "resets.py"),), FIXTURES, {"DYNAMO_LENS_SHIM_DISABLE": "trace"}),
     }
-    for name in jobs:
+    signals = ("sigterm", "sigint", "sigkill")
+    for name in (*scripts, *signals):
         (tmp / name).mkdir()
     with ThreadPoolExecutor(max_workers=2) as pool:
-        yield {
+        runs = {
             name: pool.submit(run_shim, tmp / name, *target, cwd=cwd, **env)
-            for name, (target, cwd, env) in jobs.items()
+            for name, (target, cwd, env) in scripts.items()
         }
+        hanging = {name: pool.submit(start_hanging, tmp / name) for name in signals}
+        yield Jobs(runs, hanging)
+        for future in hanging.values():
+            if future.done() and future.exception() is None and future.result().process.poll() is None:
+                future.result().process.kill()
+                future.result().process.wait()
+
+
+@pytest.fixture(scope="module")
+def runs(jobs: Jobs) -> dict[str, Future[Run]]:
+    return jobs.runs
+
+
+@pytest.fixture(scope="module")
+def hanging(jobs: Jobs) -> dict[str, Future[Hanging]]:
+    return jobs.hanging
 
 
 def frame_named(report: RunReport, name: str, fixture: Path, epoch: int = 0) -> Frame:
@@ -406,23 +452,8 @@ def test_pytest_module_run_reports_the_test_lines(runs: dict[str, Future[Run]]) 
         assert recompile.call_site.name == "test_counter_recompiles"
 
 
-def _start_hanging(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
-    report = tmp_path / "hang.json"
-    process = subprocess.Popen(
-        shim_command(report, str(FIXTURES / "hangs.py")),
-        cwd=FIXTURES,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline() == "ready\n"
-    return process, report
-
-
-def test_sigterm_writes_the_report_then_dies_by_the_signal(tmp_path: Path) -> None:
-    process, report_path = _start_hanging(tmp_path)
+def test_sigterm_writes_the_report_then_dies_by_the_signal(hanging: dict[str, Future[Hanging]]) -> None:
+    process, report_path = hanging["sigterm"].result().process, hanging["sigterm"].result().report_path
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == -signal.SIGTERM
     report = load_report(report_path)
@@ -432,8 +463,8 @@ def test_sigterm_writes_the_report_then_dies_by_the_signal(tmp_path: Path) -> No
     assert report.frames[0].cache_entries[0].fail_count is not None
 
 
-def test_keyboard_interrupt_reports_and_exits_130(tmp_path: Path) -> None:
-    process, report_path = _start_hanging(tmp_path)
+def test_keyboard_interrupt_reports_and_exits_130(hanging: dict[str, Future[Hanging]]) -> None:
+    process, report_path = hanging["sigint"].result().process, hanging["sigint"].result().report_path
     time.sleep(0.5)  # let it get from the print into the sleep
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=30) == 130
@@ -450,9 +481,10 @@ def test_a_forked_child_neither_writes_nor_streams_into_the_parents_report(runs:
     assert "in_child" not in events_path(run.report_path).read_text(encoding="utf-8")
 
 
-def test_a_killed_run_leaves_an_event_stream_that_rebuilds_a_partial_report(tmp_path: Path) -> None:
-    process, report_path = _start_hanging(tmp_path)
-    time.sleep(0.2)
+def test_a_killed_run_leaves_an_event_stream_that_rebuilds_a_partial_report(
+    hanging: dict[str, Future[Hanging]],
+) -> None:
+    process, report_path = hanging["sigkill"].result().process, hanging["sigkill"].result().report_path
     process.kill()
     process.wait(timeout=30)
     assert not report_path.exists()
