@@ -36,6 +36,14 @@ def test_a_missing_script_fails_like_python_and_still_reports(tmp_path: Path) ->
     assert (report.exit_code, report.argv) == (2, ("absent.py", "--flag"))
 
 
+def test_a_missing_module_fails_like_python_and_still_reports(tmp_path: Path) -> None:
+    done = _run(tmp_path, "--report", "r.json", "--", "-m", "no_such_module_here")
+    assert (done.returncode, done.stderr) == (1, f"{sys.executable}: No module named no_such_module_here\n")
+    report = load_report(tmp_path / "r.json")
+    assert report.error is not None and report.error.type == "ModuleNotFoundError"
+    assert (report.exit_code, report.argv) == (1, ("-m", "no_such_module_here"))
+
+
 def test_a_python_without_torch_still_runs_the_script(tmp_path: Path) -> None:
     fake = tmp_path / "fake" / "torch"
     fake.mkdir(parents=True)

@@ -1489,6 +1489,25 @@ def _parse_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
     return options, argv[index + 1 :]
 
 
+def _unrunnable(target: list[str]) -> tuple[str, str, int] | None:
+    """Python's own message, error type and exit code when the script or module cannot even be started."""
+    if target[0] != "-m":
+        script = os.path.abspath(target[0])
+        if os.path.exists(script):
+            return None
+        return f"can't open file {script!r}: [Errno 2] No such file or directory", "FileNotFoundError", 2
+    import importlib.util
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        found = importlib.util.find_spec(target[1]) is not None
+    except (ImportError, ValueError):
+        found = False
+    finally:
+        sys.path.pop(0)
+    return None if found else (f"No module named {target[1]}", "ModuleNotFoundError", 1)
+
+
 def main(argv: list[str]) -> int:
     options, target = _parse_args(argv)
     if "rebuild" in options:
@@ -1503,14 +1522,15 @@ def main(argv: list[str]) -> int:
     report_path = os.path.abspath(options["report"])
 
     collector = Collector(report_path, list(target))
-    script = None if target[0] == "-m" else os.path.abspath(target[0])
-    if script is not None and not os.path.exists(script):
-        sys.stderr.write(f"{sys.executable}: can't open file {script!r}: [Errno 2] No such file or directory\n")
-        error = {"type": "FileNotFoundError", "message": f"can't open file {script!r}", "path": None, "line": None}
-        collector.missing.append("everything: the script does not exist, so nothing ran")
+    unrunnable = _unrunnable(target)
+    if unrunnable is not None:  # fail as python itself would, before paying for torch
+        message, error_type, code = unrunnable
+        sys.stderr.write(f"{sys.executable}: {message}\n")
+        collector.missing.append("everything: the target could not be started, so nothing ran")
         collector.emit_start()
-        collector.finish("exception", 2, {**error, "traceback": ""})
-        return 2
+        error = {"type": error_type, "message": message, "path": None, "line": None, "traceback": ""}
+        collector.finish("exception", code, error)
+        return code
     collector.start()
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=collector.detach_in_child)
