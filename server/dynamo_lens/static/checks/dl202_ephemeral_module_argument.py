@@ -69,8 +69,8 @@ def judge(candidate: FreshModule, index: WorkspaceIndex) -> Iterator[Finding]:
         return
     guarded = _guarded_attributes(index, key, candidate.varying) if key is not None else []
     base = (
-        f"`{candidate.text}` builds a new module for every call of compiled `{candidate.callee}`: its weights are "
-        "freshly initialised each time."
+        f"`{candidate.text}` builds a new module for every call of compiled `{candidate.callee}`: any parameters it "
+        "has are freshly initialised each time."
     )
     if guarded:
         message = (
