@@ -1196,6 +1196,12 @@ class Collector:
             out.append("without the structured trace: no compile times, recompile reasons or graph breaks")
         if self.torch is not None and not ok.get("guard_export"):
             out.append("without guard_export_fn: guards inside torch code (nn.Linear, ...) carry no user line")
+        if self.torch is not None and not ok.get("reset_hook"):
+            out.append(
+                "without the reset hook: after torch._dynamo.reset() compile ids repeat and runs of a frame merge"
+            )
+        if self.torch is not None and not ok.get("limit_warnings"):
+            out.append("without the limit warnings: limit hits come from compile metrics (without the limit value)")
         return out
 
     def _install_trace(self) -> None:
