@@ -20,11 +20,13 @@ import json
 import logging
 import re
 import runpy
+import signal
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
+SCENARIO_TIMEOUT_S = 120
 RECOMPILE_HEADER = re.compile(r"Recompiling function (?P<frame>\S+) in (?P<path>.+):(?P<line>\d+)")
 FAILED_GUARD = re.compile(r"^\s*- \d+/\d+: (?P<guard>.+?)(?:\s{2,}#.*)?$")
 USER_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
@@ -106,10 +108,12 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
     sys.path.insert(0, str(Path(path).parent))
     with contextlib.redirect_stdout(io.StringIO()):
         try:
+            signal.alarm(SCENARIO_TIMEOUT_S)  # a hanging scenario fails alone instead of stalling the batch
             runpy.run_path(path, run_name="__main__")
         except BaseException as exc:  # the scenario's own failure is data (e.g. FailOnRecompileLimitHit)
             error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         finally:
+            signal.alarm(0)
             sys.path.remove(str(Path(path).parent))
             for name in set(sys.modules) - modules_before:
                 if (
@@ -140,9 +144,14 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
     }
 
 
+def _timed_out(signum: int, frame: object) -> None:
+    raise TimeoutError(f"scenario still running after {SCENARIO_TIMEOUT_S} s")
+
+
 def main(paths: list[str]) -> int:
     import torch
 
+    signal.signal(signal.SIGALRM, _timed_out)
     torch._logging.set_logs(recompiles=True, graph_breaks=True)
     recorder = Recorder()
     dynamo_logger = logging.getLogger("torch._dynamo")
