@@ -104,6 +104,7 @@ CASES = (
     Case("DL301_helper_method.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124", "GB0109")),
     Case("DL301_dynamic_shape_ops.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036", "GB0033", "GB4198")),
     Case("DL301_alias_compile_call.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0109")),
+    Case("DL301_library_logger.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0291")),
     Case("DL301_ok_outside_compiled.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_traceable_calls.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_uncompiled_helper.py", "DL301", Expect.QUIET, 1),

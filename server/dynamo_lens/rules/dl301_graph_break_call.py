@@ -44,8 +44,9 @@ Keep values as tensors (`y / y.sum()`); log outside the compiled region, or regi
 Whether a value is a tensor is inferred from how it was made (a `torch.*` call, a tensor method, an argument
 annotated `torch.Tensor`): `int(n)` on a plain Python number is not reported. `t.numpy()` is not reported: with NumPy
 installed and `trace_numpy` on (the default) Dynamo traces it. f-strings, `id()`, `len()` and `isinstance()` on
-tensors do not break and are not reported. Calls are followed into functions of the same workspace that the compiled
-code calls directly.
+tensors do not break and are not reported. A logger is recognised when its name is bound to `logging.getLogger(...)`
+or to a library's `get_logger(...)` helper. Calls are followed into functions of the same workspace that the
+compiled code calls directly; functions decorated with `torch.compiler.disable` are not traced.
 
 ## Fix safety
 No automatic fix: moving a call out of the compiled region changes when it runs, and `capture_scalar_outputs`

@@ -15,6 +15,9 @@ from dynamo_lens.static.context import FileContext
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 LOGGING_FUNCTIONS = frozenset(f"logging.{name}" for name in LOGGER_METHODS)
 GET_LOGGER = "logging.getLogger"
+LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
+"""Last names of calls that return a ``logging.Logger``: the stdlib's, and the ``get_logger`` helpers libraries wrap
+around it (``transformers.utils.logging.get_logger``)."""
 SKIPPED_FUNCTIONS = frozenset({"warnings.warn", "time.time", "time.perf_counter", "time.monotonic"})
 DATA_DEPENDENT_FUNCTIONS = frozenset({"torch.equal", "torch.allclose"})
 IMPORTABLE = frozenset({"deepcopy", "nonzero", "equal", "allclose"} | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS})
@@ -148,16 +151,23 @@ def _as_tuple(call: ast.Call) -> bool:
 def _is_logger(owner: ast.AST, ctx: FileContext, loggers: set[str]) -> bool:
     if isinstance(owner, ast.Name):
         return owner.id in loggers
-    return isinstance(owner, ast.Call) and ctx.resolve(owner.func) == GET_LOGGER
+    return isinstance(owner, ast.Call) and _is_logger_factory(owner.func, ctx)
+
+
+def _is_logger_factory(func: ast.AST, ctx: FileContext) -> bool:
+    if ctx.resolve(func) == GET_LOGGER:
+        return True
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return last in LOGGER_FACTORIES
 
 
 def _logger_names(ctx: FileContext) -> set[str]:
-    """Names bound to ``logging.getLogger(...)`` anywhere in the file."""
+    """Names bound to ``logging.getLogger(...)`` (or a ``get_logger(...)`` helper) anywhere in the file."""
     names: set[str] = set()
     for at in ctx.nodes(ast.Assign, ast.AnnAssign):
         statement = at.node
         value = getattr(statement, "value", None)
-        if isinstance(value, ast.Call) and ctx.resolve(value.func) == GET_LOGGER:
+        if isinstance(value, ast.Call) and _is_logger_factory(value.func, ctx):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]  # type: ignore[attr-defined]
             names.update(t.id for t in targets if isinstance(t, ast.Name))
     return names
