@@ -81,8 +81,12 @@ async def test_run_publishes_findings_hints_lenses_and_real_guards(lsp: StartSer
     assert session.refreshes.get(types.WORKSPACE_INLAY_HINT_REFRESH) == 1
     assert session.refreshes.get(types.WORKSPACE_CODE_LENS_REFRESH) == 1
 
-    found = runtime(await session.diagnostics(path))
+    everything = await session.diagnostics(path)
+    found = runtime(everything)
     assert {d.code for d in found} >= {"DL501", "DL502"}
+    [predicted] = [d for d in everything if d.code == "DL101"]
+    assert "(confirmed by the last run: " in predicted.message
+    assert any("as DL101 predicted" in d.message for d in found if d.code == "DL501")
     assert {d.range.start.line for d in found if d.code == "DL501"} == {COUNTER_LINE}
     assert all(d.source == "dynamo-lens" for d in found)
 

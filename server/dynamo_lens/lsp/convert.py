@@ -46,9 +46,13 @@ def to_diagnostic(finding: Finding, lines_of: LinesOf, *, stale: bool = False) -
         )
         for r in finding.related
     ]
+    message = finding.message
+    confirmed = finding.data.get("confirmed") if finding.source == "static" else None
+    if confirmed:
+        message += f" (confirmed by the last run: {confirmed})"
     return types.Diagnostic(
         range=span_to_range(lines_of(finding.path), finding.span),
-        message=finding.message + (STALE_NOTE if stale else ""),
+        message=message + (STALE_NOTE if stale else ""),
         severity=_SEVERITY[finding.severity],
         code=finding.code,
         code_description=types.CodeDescription(href=rule.docs_url) if rule is not None else None,

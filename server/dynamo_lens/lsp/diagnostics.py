@@ -24,7 +24,7 @@ from lsprotocol import types
 from dynamo_lens.config import Settings
 from dynamo_lens.discovery import discover
 from dynamo_lens.lsp.convert import path_to_uri, to_diagnostic
-from dynamo_lens.lsp.documents import DocumentState, TrackedFinding, track_change, visible_findings
+from dynamo_lens.lsp.documents import DocumentState, TrackedFinding, track_change
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.lsp.settings import effective_rules
 from dynamo_lens.model import Finding
@@ -222,12 +222,18 @@ def set_runtime_findings(server: DynamoLensServer, findings: Iterable[TrackedFin
 
 
 def current_diagnostics(server: DynamoLensServer, state: DocumentState) -> list[types.Diagnostic]:
-    out = []
-    for finding, stale in visible_findings(state):
-        if finding.source == "runtime" and not server.settings.enable_runtime:
-            continue
-        out.append(to_diagnostic(finding, server.lines_of, stale=stale))
-    return out
+    """Static findings and the last run's, merged: where the run confirms a static finding, both say so; runtime
+    findings whose text was edited since the run are shown stale."""
+    runtime = state.runtime if server.settings.enable_runtime else ()
+    fresh = [item.finding for item in runtime if not item.stale]
+    merged = list(state.static)
+    if fresh:
+        from dynamo_lens.runtime.attribution import merge_findings  # loaded with the first run's results
+
+        merged = merge_findings(state.static, fresh)
+    diagnostics = [to_diagnostic(finding, server.lines_of) for finding in merged]
+    diagnostics += [to_diagnostic(item.finding, server.lines_of, stale=True) for item in runtime if item.stale]
+    return diagnostics
 
 
 def publish(server: DynamoLensServer, paths: Sequence[str]) -> None:

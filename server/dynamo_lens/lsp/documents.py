@@ -9,7 +9,7 @@ the next run), because what the run measured may no longer be what the line says
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -131,11 +131,3 @@ def _track_full(
         else:
             out.append(TrackedFinding(_shift_finding(item.finding, (targets[0] or 0) - (span.line - 1)), item.stale))
     return tuple(out)
-
-
-def visible_findings(state: DocumentState) -> Iterable[tuple[Finding, bool]]:
-    """Static then runtime findings with their staleness, in the order they are published."""
-    for finding in state.static:
-        yield finding, False
-    for item in state.runtime:
-        yield item.finding, item.stale
