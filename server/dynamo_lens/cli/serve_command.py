@@ -23,7 +23,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format=log_format)
     from dynamo_lens.lsp.server import create_server
 
     create_server().start_io()
