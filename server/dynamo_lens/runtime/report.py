@@ -12,7 +12,8 @@ Conventions (DESIGN.md §2):
 * Compile ids (``"0/1"``: frame 0, its second compile) restart after ``torch._dynamo.reset()``; every object that
   carries a compile id therefore also carries the ``reset_epoch`` it belongs to (0 before the first reset).
 * A :class:`CacheEntry` is one compile *attempt* of a frame. Attempts that produced no code (``skipped``: the frame
-  had nothing to compile; ``recompile_limit``; ``failed``) are kept so the history reads in order.
+  had nothing to compile, or Dynamo gave up on it and runs it eagerly, e.g. after a graph break inside a loop;
+  ``recompile_limit``; ``failed``) are kept so the history reads in order.
 * Dynamo reports only the first failing guard of each earlier entry; :class:`Recompile` lists one
   :class:`FailedGuard` per earlier entry that rejected the call.
 * A killed run leaves only the shim's event stream (``<report>.events.jsonl``, see :func:`events_path`);
