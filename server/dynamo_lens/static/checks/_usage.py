@@ -159,15 +159,11 @@ def usage(ctx: FileContext) -> Usage:
 
 def _build(ctx: FileContext) -> Usage:
     table = Usage(ctx)
+    if not ctx.compile_sites:
+        return table  # nothing is compiled in this file: no usage check has anything to say about it
     for at in ctx.nodes(*LOOPS):
         assert isinstance(at.node, LOOPS)
         table.loops.setdefault(scope_key(at.scope), []).append(at.node)
-    if not ctx.compile_sites:
-        for at in ctx.nodes(ast.Call):
-            call = at.node
-            if at.loop_depth > 0 and isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
-                table.called_in_loop.add(call.func.id)
-        return table  # nothing is compiled here: only DL206 asks, and only about loops
     for at in ctx.nodes(ast.Assign):
         node = at.node
         assert isinstance(node, ast.Assign)

@@ -24,6 +24,8 @@ from dynamo_lens.static.summary import CompileSite
 
 def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
     table = usage(ctx)
+    if not table.calls:
+        return
     definitions = {node.name: node for at in ctx.nodes(ast.FunctionDef) if isinstance(node := at.node, ast.FunctionDef)}
     for handle_call in table.calls:
         loops = table.enclosing_loops(handle_call.at)

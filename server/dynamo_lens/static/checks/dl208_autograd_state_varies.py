@@ -30,6 +30,8 @@ MODES = {
 
 def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
     table = usage(ctx)
+    if not table.calls:
+        return
     withs = [at for at in ctx.nodes(ast.With, ast.AsyncWith)]
     functions = {
         scope_key(at.scope) + ("." if scope_key(at.scope) else "") + node.name: node
