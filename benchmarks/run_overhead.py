@@ -6,9 +6,9 @@ break). Each repetition runs the three configurations back to back, in a rotatin
 first; the figures are medians over the repetitions, and the ratios divide each configuration's median by plain's.
 
 * ``wall``: the whole process, as the user waits for it (for Dynamo Lens: the CLI, the shim, the report, the summary);
-* ``cpu``: user + system CPU time of the whole process tree, far less sensitive to other load on the machine;
 * ``loop``: the training loop as the script measures it (compile-dominated);
-* ``steady``: the median step time over the second half of the loop (no compiles: the per-call cost).
+* ``step``: the median step time over the second half of the loop (no compiles: the per-call cost);
+* the ``cpu`` variants are CPU time (process tree, or the script's own process), which other load barely moves.
 
     .venv/bin/python benchmarks/run_overhead.py [--reps 5] [--steps 60] [--backend eager]
 
@@ -54,7 +54,14 @@ def measure(config: str, report: Path) -> dict[str, float]:
     if done.returncode != 0:
         raise SystemExit(f"{config} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     figures = next(json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"loop_s"'))
-    return {"wall": wall, "cpu": cpu, "loop": figures["loop_s"], "steady": figures["steady_step_ms"]}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "loop": figures["loop_s"],
+        "loop cpu": figures["loop_cpu_s"],
+        "steady": figures["steady_step_ms"],
+        "steady cpu": figures["steady_step_cpu_ms"],
+    }
 
 
 def main() -> int:
@@ -82,13 +89,14 @@ def main() -> int:
         f"{summary['compiles']} compiles, {summary['recompiles']} recompiles, {summary['graph_breaks']} graph breaks"
     )
     print(f"medians of {args.reps} interleaved repetitions (ratio = config / plain)\n")
-    keys = ("wall", "cpu", "loop", "steady")
-    header = "".join(f"{name:>10}{'ratio':>7}" for name in ("wall s", "cpu s", "loop s", "steady ms"))
+    keys = ("wall", "cpu", "loop", "loop cpu", "steady", "steady cpu")
+    names = ("wall s", "cpu s", "loop s", "loop cpu s", "step ms", "step cpu ms")
+    header = "".join(f"{name:>12}{'ratio':>7}" for name in names)
     print(f"{'config':<17}{header}")
     base = {key: statistics.median(r[key] for r in results["plain"]) for key in keys}
     for config in CONFIGS:
         med = {key: statistics.median(r[key] for r in results[config]) for key in keys}
-        print(f"{config:<17}" + "".join(f"{med[k]:>10.2f}{med[k] / base[k]:>7.3f}" for k in keys))
+        print(f"{config:<17}" + "".join(f"{med[k]:>12.2f}{med[k] / base[k]:>7.3f}" for k in keys))
     for key in ("wall", "cpu"):
         spread = [r[key] for r in results["plain"]]
         print(f"plain {key} min/max: {min(spread):.2f}/{max(spread):.2f} s", end="; " if key == "wall" else "\n")
