@@ -113,7 +113,7 @@ async function showLastReport(context: CommandContext): Promise<void> {
     void api.showInformationMessage(`${DISPLAY_NAME}: no report yet. Run a file first.`);
     return;
   }
-  await api.showJsonDocument(JSON.stringify(report, undefined, 2));
+  await api.showReadOnlyJson("last-run-report", JSON.stringify(report, undefined, 2));
 }
 
 async function clear(context: CommandContext): Promise<void> {
@@ -137,5 +137,6 @@ export function registerCommands(context: CommandContext): Disposable[] {
     api.registerCommand(ClientCommand.restart, () => context.restart("restart requested")),
     api.registerCommand(ClientCommand.showOutput, () => logger.show()),
     api.registerCommand(ClientCommand.revealLocation, (uri, line) => api.revealLine(uri, line)),
+    api.registerReadOnlyDocuments(),
   ];
 }

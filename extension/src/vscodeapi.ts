@@ -7,6 +7,7 @@ import {
   ConfigurationChangeEvent,
   ConfigurationScope,
   Disposable,
+  EventEmitter,
   extensions,
   LogOutputChannel,
   Position,
@@ -75,9 +76,25 @@ export function showErrorMessage(message: string, ...items: string[]): Thenable<
   return window.showErrorMessage(message, ...items);
 }
 
-/** Opens `content` in a new untitled JSON editor beside the current one. */
-export async function showJsonDocument(content: string): Promise<void> {
-  const document = await workspace.openTextDocument({ language: "json", content });
+/** Scheme of the read-only documents {@link showReadOnlyJson} opens (no "save?" prompt when they close). */
+const REPORT_SCHEME = "dynamo-lens-report";
+const readOnlyDocuments = new Map<string, string>();
+const readOnlyChanged = new EventEmitter<Uri>();
+
+/** Serves the documents of {@link showReadOnlyJson}; registered once at activation. */
+export function registerReadOnlyDocuments(): Disposable {
+  return workspace.registerTextDocumentContentProvider(REPORT_SCHEME, {
+    onDidChange: readOnlyChanged.event,
+    provideTextDocumentContent: (uri) => readOnlyDocuments.get(uri.path) ?? "",
+  });
+}
+
+/** Shows `content` as a read-only JSON document named `name`, beside the current editor. */
+export async function showReadOnlyJson(name: string, content: string): Promise<void> {
+  const uri = Uri.from({ scheme: REPORT_SCHEME, path: `/${name}.json` });
+  readOnlyDocuments.set(uri.path, content);
+  readOnlyChanged.fire(uri);
+  const document = await workspace.openTextDocument(uri);
   await window.showTextDocument(document, { preview: true, viewColumn: ViewColumn.Beside });
 }
 

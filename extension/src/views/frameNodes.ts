@@ -104,7 +104,8 @@ function frameNode(frame: Frame, report: RunReport, root: string | undefined, cl
   return {
     kind: "frame",
     label: frame.name ?? "<frame>",
-    description: [where(frame, root), facts.join(" · ")].filter(Boolean).join("  "),
+    description: [facts.join(" · "), where(frame, root)].filter(Boolean).join("  "),
+    tooltip: [`${frame.name ?? "<frame>"} ${where(frame, root)}`.trim(), facts.join(", ")].join("\n"),
     location: locate(frame),
     children,
   };

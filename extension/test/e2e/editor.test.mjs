@@ -12,6 +12,7 @@ import { installExtension, startCodeServer, writeUserSettings } from "./codeServ
 import {
   CHROMIUM_ARGS,
   codeLensText,
+  cursorPosition,
   editorText,
   goTo,
   hidePanel,
@@ -243,6 +244,26 @@ describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip 
     },
   );
 
+  it("reveals a frame tree item's source line and shows the last report", { timeout: 60_000 }, async () => {
+    const breakLine = locate(source, /^\s+self\.last_scale = (?<target>logits\.abs\(\)\.mean\(\)\.item\(\))/).line;
+    await runCommand(page, "Dynamo Lens: Focus on Compiled Frames View");
+    await page.locator(".part.sidebar .monaco-list-row", { hasText: "Unsupported Tensor.item()" }).first().click();
+    const revealed = await poll(async () => (await cursorPosition(page)).startsWith(`Ln ${breakLine},`), 10_000);
+    await shot("tree-reveal");
+    assert.ok(revealed, `clicking the graph break did not reveal line ${breakLine}: ${await cursorPosition(page)}`);
+
+    await runCommand(page, "Dynamo Lens: Show Last Report");
+    const report = await poll(async () => {
+      const textNow = await editorText(page);
+      return textNow.includes('"dynamo-lens.run"') ? textNow : undefined;
+    }, 15_000);
+    await shot("last-report");
+    assert.ok(report, `Show Last Report opened no run report:\n${await editorText(page)}`);
+    const tab = await page.locator(".editor-group-container.active .tab.active").innerText();
+    assert.match(tab.replace(/\s+/g, ""), /last-run-report\.json/);
+    await runCommand(page, "View: Close Editor");
+  });
+
   it("applies a quick fix on the DL101 line and the text changes", { timeout: 60_000 }, async () => {
     await openFile(page, EXAMPLE);
     const { line, column } = counter();
@@ -254,7 +275,7 @@ describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip 
       .filter({ has: page.locator(".monaco-list-row") })
       .first();
     const shown = await menu
-      .waitFor({ state: "visible", timeout: 15_000 })
+      .waitFor({ state: "visible", timeout: 30_000 })
       .then(() => true)
       .catch(() => false);
     await shot("quick-fix-menu");
@@ -264,7 +285,7 @@ describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip 
     assert.ok(fix, `no quick fix besides suppressions on the DL101 line: ${JSON.stringify(items)}`);
     console.log(`# quick fixes offered: ${JSON.stringify(items)}; applying the first: ${JSON.stringify(fix)}`);
     await menu.locator(".monaco-list-row.action", { hasText: fix }).first().click();
-    const changed = await poll(async () => ((await editorText(page)) !== before ? true : undefined), 15_000);
+    const changed = await poll(async () => ((await editorText(page)) !== before ? true : undefined), 30_000);
     await shot("quick-fix-applied");
     assert.ok(changed, `applying "${fix}" did not change the text`);
     // Saved to disk, the whole file can be compared: the code the fix's title promises is now in it.
@@ -279,5 +300,19 @@ describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip 
     for (const code of promised) {
       assert.ok(saved.includes(code), `the fix "${fix}" promised \`${code}\`, but the file does not contain it`);
     }
+  });
+
+  it("clears the run's results: runtime findings, frames and status go", { timeout: 60_000 }, async () => {
+    await runCommand(page, "Dynamo Lens: Clear Results");
+    const cleared = await poll(async () => !/DL50[123]/.test(await problemsText(page)), 15_000);
+    await runCommand(page, "Dynamo Lens: Focus on Compiled Frames View");
+    const welcome = await poll(
+      async () => (await page.locator(".part.sidebar").innerText()).includes("No instrumented run yet"),
+      10_000,
+    );
+    await shot("cleared");
+    assert.ok(cleared, `runtime findings are still in Problems:\n${await problemsText(page)}`);
+    assert.ok(welcome, "the Compiled Frames view still shows the run");
+    assert.equal(await page.locator(".statusbar-item", { hasText: "recompile" }).count(), 0);
   });
 });

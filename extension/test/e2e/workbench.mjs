@@ -1,5 +1,8 @@
 // Small helpers that drive the VS Code workbench in the browser the way a person does: keyboard, palette, panels.
 
+/** The editor of the active editor group (with two groups side by side, the one that has focus). */
+const ACTIVE_EDITOR = ".editor-group-container.active .editor-instance .monaco-editor";
+
 export const CHROMIUM_ARGS = [
   "--no-sandbox",
   "--disable-gpu",
@@ -79,6 +82,14 @@ export async function hidePanel(page) {
   }
 }
 
+/** The cursor position the status bar shows, e.g. "Ln 28, Col 1". */
+export async function cursorPosition(page) {
+  return page
+    .locator(".statusbar-item", { hasText: /^Ln \d+, Col \d+/ })
+    .first()
+    .innerText();
+}
+
 /** The text of the Problems panel (opened with Ctrl+Shift+M), one row per line. */
 export async function problemsText(page) {
   const panel = page.locator(".markers-panel");
@@ -92,11 +103,11 @@ export async function problemsText(page) {
 
 /** The rendered lines of the active editor (what is on screen, including inlay hints and code lenses). */
 export async function editorText(page) {
-  return page.locator(".editor-instance .monaco-editor .view-lines").first().innerText();
+  return page.locator(`${ACTIVE_EDITOR} .view-lines`).first().innerText();
 }
 
 export async function codeLensText(page) {
-  return (await page.locator(".editor-instance .monaco-editor .codelens-decoration").allInnerTexts()).join("\n");
+  return (await page.locator(`${ACTIVE_EDITOR} .codelens-decoration`).allInnerTexts()).join("\n");
 }
 
 /** The text of the visible hover widget, or "" when none shows. */
@@ -107,8 +118,8 @@ export async function hoverText(page) {
 
 /** The squiggle decorations on screen: their severity class and the text of the line they sit on. */
 export async function squiggles(page) {
-  return page.evaluate(() => {
-    const editor = document.querySelector(".editor-instance .monaco-editor");
+  return page.evaluate((selector) => {
+    const editor = document.querySelector(selector);
     if (!editor) {
       return [];
     }
@@ -119,5 +130,5 @@ export async function squiggles(page) {
       const severity = [...node.classList].find((c) => c.startsWith("squiggly-"));
       return { severity, line: line ? line.textContent.replace(/\u00a0/g, " ") : undefined };
     });
-  });
+  }, ACTIVE_EDITOR);
 }

@@ -72,10 +72,13 @@ describe("buildFrameNodes", () => {
 
   it("sums a frame up on one line, with the path relative to the workspace", () => {
     expect(nodes[0].description).toBe(
-      "examples/model.py:24  2 cache entries · 1 recompile · limit hit · 1 graph break",
+      "2 cache entries · 1 recompile · limit hit · 1 graph break  examples/model.py:24",
+    );
+    expect(nodes[0].tooltip).toBe(
+      "forward examples/model.py:24\n2 cache entries, 1 recompile, limit hit, 1 graph break",
     );
     expect(nodes[0].location).toEqual({ path: MODEL, line: 24 });
-    expect(nodes[1].description).toBe("run.py:3  0 cache entries");
+    expect(nodes[1].description).toBe("0 cache entries  run.py:3");
   });
 
   it("nests cache entries → guards, then recompiles, graph breaks and the limit hit", () => {
