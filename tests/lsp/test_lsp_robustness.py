@@ -112,3 +112,22 @@ async def test_document_closed_while_being_analysed(lsp: StartServer, workspace:
     assert not last.diagnostics
     assert all(p.version is None or p.version == 1 for p in session.published if p.uri == uri(path))
     await still_answers(session, path)
+
+
+async def test_a_failing_handler_logs_its_traceback_and_answers_empty(lsp: StartServer, workspace: Path) -> None:
+    path = workspace / "model.py"
+    path.write_text(RECOMPILING, encoding="utf-8")
+    session = await lsp(workspace)
+    session.open(path)
+    await session.diagnostics(path, 1)
+    for _ in range(2):
+        answer = await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="dynamoLens.showGuards", arguments=[{"uri": uri(path), "line": "x"}])
+        )
+        assert answer is None
+    errors = [m.message for m in session.client.log_messages if m.type == types.MessageType.Error]
+    assert len(errors) == 2 and all("Traceback" in e and "ValueError" in e for e in errors)
+    shown = [m.message for m in session.client.messages if m.type == types.MessageType.Error]
+    assert len(shown) == 1 and "see the Dynamo Lens output log" in shown[0]
+    lenses = await session.client.text_document_code_lens_async(types.CodeLensParams(text_document=text_document(path)))
+    assert lenses

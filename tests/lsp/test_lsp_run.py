@@ -96,6 +96,12 @@ async def test_run_publishes_findings_hints_lenses_and_real_guards(lsp: StartSer
     assert "recompiles · limit hit" in hints[CLASS_LINE]
     assert hints[COMPILE_LINE] == hints[CLASS_LINE]
 
+    lenses = await session.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri(path)))
+    )
+    titles = {lens.range.start.line: lens.command.title for lens in lenses or () if lens.command}
+    assert titles[CLASS_LINE] == f"{hints[CLASS_LINE]} · Show guards"
+
     text = await hover(session, path, CLASS_LINE, 7)
     assert text.startswith("**Dynamo Lens** · `Counter` · last run: compiled")
     assert "**Module attributes**" in text and "- `self.steps`: `self.steps == " in text
