@@ -177,21 +177,27 @@ CASES = (
 )
 
 
-def run_probe(scripts: list[Path]) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, str(PROBE), *map(str, scripts)], capture_output=True, text=True, timeout=600, check=False
+def start_probe(scripts: list[Path]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(PROBE), *map(str, scripts)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    assert done.returncode == 0, done.stderr[-4000:]
-    results: dict[str, Any] = json.loads(done.stdout)
+
+
+def finish_probe(process: subprocess.Popen[str]) -> dict[str, Any]:
+    stdout, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr[-4000:]
+    results: dict[str, Any] = json.loads(stdout)
     return results
 
 
 @pytest.fixture(scope="module")
 def measured() -> dict[str, Any]:
-    results = run_probe([case.script for case in CASES if case.fixture not in ISOLATED])
-    for case in CASES:
-        if case.fixture in ISOLATED:
-            results.update(run_probe([case.script]))
+    """One process for the shared fixtures and one per isolated fixture, all started at once."""
+    processes = [start_probe([case.script for case in CASES if case.fixture not in ISOLATED])]
+    processes += [start_probe([case.script]) for case in CASES if case.fixture in ISOLATED]
+    results: dict[str, Any] = {}
+    for process in processes:
+        results.update(finish_probe(process))
     return {case.fixture: results[str(case.script)] for case in CASES}
 
 
