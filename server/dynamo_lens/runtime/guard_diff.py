@@ -10,6 +10,7 @@ reads ``self.body[0].training``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable, Sequence
@@ -50,6 +51,7 @@ _COMMENT = re.compile(r"\s+#\s")
 _COMPARISON = re.compile(r"^(?P<lhs>.+?)\s*(?P<op>==|!=|<=|>=|<|>| is not | is )\s*(?P<rhs>.+)$")
 
 
+@functools.lru_cache(maxsize=8192)
 def readable_source(source: str) -> str:
     """``L['self']._modules['lin']._parameters['weight']`` → ``self.lin.weight``; ``G['SCALE']`` → ``SCALE``."""
 
@@ -62,6 +64,7 @@ def readable_source(source: str) -> str:
     return _CONTAINER.sub(container, text)
 
 
+@functools.lru_cache(maxsize=8192)
 def readable_guard_text(text: str) -> str:
     """A guard's code with Dynamo's scopes and module containers rewritten as in :func:`readable_source`; the
     ``# <source line>  # <file>:<line>`` comment Dynamo appends to verbose guard texts is dropped."""
