@@ -20,10 +20,6 @@ import pytest
 
 from dynamo_lens.runtime.runner import RunOutcome, Target, child_environment, run, torch_version
 
-ARGV0_ABSOLUTE = pytest.mark.xfail(
-    strict=True, reason="shim bug reported to R1 (notes-R.md 12:10): runpy.run_path makes sys.argv[0] absolute"
-)
-
 
 @pytest.fixture(scope="module")
 def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -80,7 +76,6 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
     return predicate()
 
 
-@ARGV0_ABSOLUTE
 def test_script_runs_like_python_with_argv_main_and_path(tmp_path: Path, bare_python: str) -> None:
     outcome, captured = _run(
         tmp_path,

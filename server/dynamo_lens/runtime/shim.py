@@ -36,6 +36,9 @@ torch lacked them (used by the tests; also a switch for users who hit a problem 
 
 from __future__ import annotations
 
+import builtins
+import importlib.machinery
+import io
 import json
 import logging
 import os
@@ -48,6 +51,7 @@ import threading
 import time
 import traceback
 import types
+import zipfile
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -1452,7 +1456,7 @@ class Collector:
 
 def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
     """Drop the shim's and runpy's own frames from the top of a traceback."""
-    own = {__file__, os.path.abspath(__file__), runpy.run_path.__code__.co_filename}
+    own = {__file__, os.path.abspath(__file__), runpy.run_path.__code__.co_filename}  # runpy for -m and directories
     while tb is not None and tb.tb_frame.f_code.co_filename in own:
         tb = tb.tb_next
     return tb
@@ -1493,6 +1497,28 @@ def _parse_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
         else:
             raise SystemExit(f"dynamo-lens shim: unknown option {flag!r}\n{__doc__.splitlines()[2] if __doc__ else ''}")
     return options, argv[index + 1 :]
+
+
+def run_script(path: str) -> None:
+    """Execute a script file as ``python path`` does: a fresh ``__main__`` with an absolute ``__file__``, while
+    ``sys.argv[0]`` stays as the user typed it (``runpy.run_path`` would make it absolute). Directories and zip
+    files with a ``__main__.py`` go through runpy, which knows how to run them."""
+    if not os.path.isfile(path) or zipfile.is_zipfile(path):
+        runpy.run_path(path, run_name="__main__")
+        return
+    with io.open_code(path) as handle:
+        source = handle.read()
+    code = compile(source, path, "exec", dont_inherit=True)
+    main_module = types.ModuleType("__main__")
+    main_module.__dict__.update(
+        __file__=path,
+        __cached__=None,
+        __builtins__=builtins,
+        __loader__=importlib.machinery.SourceFileLoader("__main__", path),
+        __spec__=None,
+    )
+    sys.modules["__main__"] = main_module  # stays, as in python: atexit handlers and pickling see the script
+    exec(code, main_module.__dict__)
 
 
 def _unrunnable(target: list[str]) -> tuple[str, str, int] | None:
@@ -1564,7 +1590,7 @@ def main(argv: list[str]) -> int:
         sys.path[0] = os.path.dirname(script_path)
 
         def run() -> None:
-            runpy.run_path(script_path, run_name="__main__")
+            run_script(script_path)
 
     try:
         run()
