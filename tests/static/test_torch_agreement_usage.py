@@ -130,6 +130,7 @@ CASES = (
     Case("DL207_mark_after_warmup.py", 2),
     Case("DL207_maybe_mark_alias.py", 2),
     Case("DL207_in_loop_after_call.py", 2),
+    Case("DL207_assigned_output.py", 2),
     Case("DL207_ok_mark_before.py", 1),
     Case("DL207_ok_other_callable.py", 1),
     Case("DL207_ok_other_tensor.py", 1),

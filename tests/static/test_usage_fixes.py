@@ -25,6 +25,7 @@ FIXED = (
     ("DL203_module_float_info.py", "DL203", "Compile with dynamic=True", 1),
     ("DL207_mark_after_warmup.py", "DL207", "Mark the tensor dynamic before the first call", 1),
     ("DL207_maybe_mark_alias.py", "DL207", "Mark the tensor dynamic before the first call", 1),
+    ("DL207_assigned_output.py", "DL207", "Mark the tensor dynamic before the first call", 1),
     ("DL209_steplr_compiled_step.py", "DL209", "Use a tensor learning rate", 1),
 )
 

@@ -76,9 +76,9 @@ def _mode(method: str, call: ast.Call) -> str | None:
     """ "eval" or "a mode chosen at run time"; None for a switch to training mode (the mode modules start in)."""
     if method == "eval":
         return "eval"
-    if not call.args:
+    flag = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if flag is None:
         return None
-    flag = call.args[0]
     if isinstance(flag, ast.Constant):
         return "eval" if flag.value is False else None
     return "a mode chosen at run time"

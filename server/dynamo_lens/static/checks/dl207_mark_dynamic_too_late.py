@@ -34,7 +34,12 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
     if "mark_dynamic" not in ctx.text:
         return
     table = usage(ctx)
-    statements = {position(at.node): at for at in ctx.nodes(ast.Expr)}
+    # call position → the statement that is that call (`f(x)`) or assigns its result (`y = f(x)`)
+    statements = {
+        position(node.value): at
+        for at in ctx.nodes(ast.Expr, ast.Assign)
+        if isinstance(node := at.node, ast.Expr | ast.Assign)
+    }
     for at in ctx.nodes(ast.Call):
         mark = call_named(ctx, at, MARKS)
         if mark is None or not mark.args or not isinstance(mark.args[0], ast.Name):
@@ -94,9 +99,8 @@ def _move_fix(
 
 
 def _statement_of(statements: dict[tuple[int, int], NodeAt], call: HandleCall) -> NodeAt | None:
-    """The expression statement ``name(...)`` or the assignment whose value is the call."""
-    found = statements.get(position(call.call))
-    return found
+    """The statement ``name(...)`` or ``out = name(...)`` that makes the call."""
+    return statements.get(position(call.call))
 
 
 CHECK = Check(RULE.code, collect=collect, judge=judge_usage)
