@@ -39,6 +39,8 @@ VERIFIED_CODES = ("DL204", "DL205", "DL301", "DL302")
 # Codes whose severity states the cost: `warning` for an unbounded one (torch hits recompile_limit), `info` for a
 # bounded one (a recompile or two). The static severity must match what torch did.
 COST_GRADED_CODES = ("DL204", "DL205")
+# Codes whose findings say (data["in_loop"]) when a graph break inside a loop makes Dynamo skip the whole function.
+LOOP_AWARE_CODES = ("DL301", "DL302")
 
 
 class Expect(enum.Enum):
@@ -105,6 +107,7 @@ CASES = (
     Case("DL301_dynamic_shape_ops.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036", "GB0033", "GB4198")),
     Case("DL301_alias_compile_call.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0109")),
     Case("DL301_library_logger.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0291")),
+    Case("DL301_print_in_loop.py", "DL301", Expect.GRAPH_BREAK, compiles=0, gb_ids=gb("GB0059")),
     Case("DL301_ok_outside_compiled.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_traceable_calls.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_uncompiled_helper.py", "DL301", Expect.QUIET, 1),
@@ -113,6 +116,7 @@ CASES = (
     Case("DL302_while_in_forward.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_ifexp_and_isnan.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_and_operand.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
+    Case("DL302_branch_in_loop.py", "DL302", Expect.GRAPH_BREAK, compiles=0, gb_ids=gb("GB0170")),
     Case("DL302_ok_static_conditions.py", "DL302", Expect.QUIET, 1),
     Case("DL302_ok_branchless.py", "DL302", Expect.QUIET, 1),
     Case("DL302_ok_uncompiled.py", "DL302", Expect.QUIET, 1),
@@ -211,6 +215,10 @@ def test_static_findings_are_where_torch_acts(case: Case, observed: dict[str, Ob
         Expect.QUIET: set(),
     }[case.expect]
     assert {(f.span.path, f.span.line) for f in findings} == torch_lines
+    if case.expect is Expect.GRAPH_BREAK and case.code in LOOP_AWARE_CODES:
+        # The message says when the whole function runs eagerly (a break in a loop); torch compiled nothing then.
+        said_skipped = {f.data.get("in_loop") == "true" for f in findings}
+        assert said_skipped == {seen.max_compiles == 0}, [f.message for f in findings]
     if case.code in COST_GRADED_CODES and findings:
         expected = Severity.WARNING if seen.limit_hits else Severity.INFO
         assert {f.severity for f in findings} == {expected}, [f.message for f in findings]

@@ -61,6 +61,8 @@ class FunctionBody:
     params: frozenset[str]
     statements: list[ast.stmt] = field(default_factory=list)
     calls: list[ast.Call] = field(default_factory=list)
+    in_loop: set[int] = field(default_factory=set)
+    """``id`` of the statements and calls that sit in a ``for``/``while`` body of this function."""
     _lines: list[str] = field(default_factory=list, repr=False)
     _locals: set[str] | None = field(default=None, repr=False)
     _tensors: TensorInference | None = field(default=None, repr=False)
@@ -86,9 +88,11 @@ class FunctionBody:
     def declares(self, kind: type[ast.Global | ast.Nonlocal], name: str) -> bool:
         return any(isinstance(s, kind) and name in s.names for s in self.statements)
 
-    def expressions(self, mentions: Callable[[str], bool], skip: tuple[type[ast.stmt], ...] = ()) -> Iterator[ast.AST]:
-        """Every expression node of the statements (except docstrings and ``skip`` types) with a source line for
-        which ``mentions(line)`` is true: a cheap text test decides which statements are worth walking."""
+    def expressions(
+        self, mentions: Callable[[str], bool], skip: tuple[type[ast.stmt], ...] = ()
+    ) -> Iterator[tuple[ast.stmt, ast.AST]]:
+        """(statement, expression node) for the statements (except docstrings and ``skip`` types) with a source line
+        for which ``mentions(line)`` is true: a cheap text test decides which statements are worth walking."""
         lines = self._lines
         for statement in self.statements:
             if (skip and isinstance(statement, skip)) or (
@@ -99,7 +103,7 @@ class FunctionBody:
             last = _header_end(statement) if isinstance(statement, COMPOUND) else statement.end_lineno or first
             if any(mentions(lines[i]) for i in range(first - 1, min(last, len(lines)))):
                 for expression in own_expressions(statement):
-                    yield from ast.walk(expression)
+                    yield from ((statement, node) for node in ast.walk(expression))
 
     def name_loads(self, names: Collection[str]) -> list[ast.Name]:
         """Reads of ``names`` in source order, including the target of ``name += ...`` (read, then written)."""
@@ -107,7 +111,7 @@ class FunctionBody:
             return []
         pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
         found: list[ast.Name] = []
-        for node in self.expressions(lambda line: pattern.search(line) is not None):
+        for _, node in self.expressions(lambda line: pattern.search(line) is not None):
             if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
                 found.append(node)
         for statement in self.statements:
@@ -197,6 +201,8 @@ def function_bodies(ctx: FileContext) -> list[FunctionBody]:
                 body.calls.append(at.node)  # type: ignore[arg-type]
             else:
                 body.statements.append(at.node)  # type: ignore[arg-type]
+            if at.loop_depth:
+                body.in_loop.add(id(at.node))
     result = list(bodies.values())
     for body in result:
         body.statements.sort(key=lambda s: (s.lineno, s.col_offset))
@@ -232,6 +238,13 @@ def _eager_only_branch(node: ast.If, ctx: FileContext) -> list[ast.stmt] | None:
     if func is not None and last == "is_compiling" and ctx.resolve(func) in IS_COMPILING:
         return node.body if negated else node.orelse
     return None
+
+
+IN_LOOP = (
+    "; it sits in a loop, so Dynamo gives up on the whole function, which then runs eagerly "
+    "(torch 2.13 compiled nothing for it)"
+)
+"""Appended to a graph-break message when the break is inside a ``for``/``while`` body (measured: no frame compiled)."""
 
 
 def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:

@@ -8,7 +8,13 @@ from dataclasses import dataclass
 
 from dynamo_lens.rules.dl301_graph_break_call import RULE
 from dynamo_lens.static.checks import Check
-from dynamo_lens.static.checks._compiled_code import FunctionBody, InsideCompiledCandidate, function_bodies, judge
+from dynamo_lens.static.checks._compiled_code import (
+    IN_LOOP,
+    FunctionBody,
+    InsideCompiledCandidate,
+    function_bodies,
+    judge,
+)
 from dynamo_lens.static.checks._python_values import TensorInference
 from dynamo_lens.static.context import FileContext
 
@@ -176,13 +182,16 @@ def _logger_names(ctx: FileContext) -> set[str]:
 def _candidate(ctx: FileContext, body: FunctionBody, call: ast.Call, found: GraphBreak) -> InsideCompiledCandidate:
     text = ctx.source(call, 60)
     message = f'`{text}` breaks the graph when compiled (torch 2.13: {found.gb_id} "{found.gb_type}"); {found.advice}'
+    in_loop = id(call) in body.in_loop
+    if in_loop:
+        message += IN_LOOP
     return InsideCompiledCandidate(
         code=RULE.code,
         span=ctx.span(call),
         function=body.qualname,
         message=message,
         severity=RULE.default_severity,
-        data=(("gb_id", found.gb_id), ("call", text)),
+        data=(("gb_id", found.gb_id), ("call", text), ("in_loop", str(in_loop).lower())),
     )
 
 
