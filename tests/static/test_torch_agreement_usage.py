@@ -157,6 +157,7 @@ CASES = (
     Case("DL401_module_in_compiled_fn.py", 1, hooks=Hooks.SILENT),
     Case("DL401_backward_hook_in_loop.py", 1, hooks=Hooks.SILENT),
     Case("DL401_top_level_torch_nn.py", 1, hooks=Hooks.SILENT),
+    Case("DL401_hook_comprehension.py", 1, hooks=Hooks.SILENT),
     Case("DL401_ok_before_first_call.py", 1, hooks=Hooks.SAME),
     Case("DL401_ok_top_level_module.py", 1, hooks=Hooks.SAME),
     Case("DL401_ok_uncompiled.py", 1, hooks=Hooks.SAME),

@@ -322,15 +322,43 @@ def reach_of(table: Usage, at: NodeAt, receiver: ast.expr) -> ModuleReach | None
     if users:
         return ModuleReach(frozenset(h.site for h in users), True)
     if steps == 0:
-        for loop in table.enclosing_loops(at):
-            if _iterates_submodules(loop, root):
-                assert isinstance(loop, ast.For | ast.AsyncFor) and isinstance(loop.iter, ast.Call)
-                func = loop.iter.func
-                assert isinstance(func, ast.Attribute)
-                outer = reach_of(table, at, func.value)
-                if outer is not None:
-                    return ModuleReach(outer.sites, True)
+        for owner in _submodule_owners(table, at, root):
+            outer = reach_of(table, at, owner)
+            if outer is not None:
+                return ModuleReach(outer.sites, True)
     return None
+
+
+def _submodule_owners(table: Usage, at: NodeAt, name: str) -> Iterator[ast.expr]:
+    """``model`` when ``name`` is the variable of ``for name in model.modules():`` around ``at``, or of a
+    comprehension ``[... for name in model.named_modules()]`` in the statement ``at`` belongs to."""
+    for loop in table.enclosing_loops(at):
+        if isinstance(loop, ast.For | ast.AsyncFor):
+            owner = _submodule_iterable(loop.target, loop.iter, name)
+            if owner is not None:
+                yield owner
+    line = position(at.node)[0]
+    for statement in table.ctx.nodes(ast.Expr, ast.Assign, ast.AugAssign):
+        node = statement.node
+        if not (node.lineno <= line <= (node.end_lineno or node.lineno)):  # type: ignore[attr-defined]
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+                for generator in inner.generators:
+                    owner = _submodule_iterable(generator.target, generator.iter, name)
+                    if owner is not None:
+                        yield owner
+
+
+def _submodule_iterable(target: ast.expr, iterable: ast.expr, name: str) -> ast.expr | None:
+    """``model`` in ``for name in model.modules()`` / ``for _, name in model.named_children()``."""
+    if not isinstance(iterable, ast.Call) or not isinstance(iterable.func, ast.Attribute):
+        return None
+    if iterable.func.attr not in SUBMODULE_ITERATORS:
+        return None
+    if isinstance(target, ast.Tuple) and target.elts:
+        target = target.elts[-1]
+    return iterable.func.value if isinstance(target, ast.Name) and target.id == name else None
 
 
 def _traced_whole(table: Usage, scope: str, handle: Handle, at: NodeAt) -> bool:
@@ -347,18 +375,6 @@ def _torch_nn_class(table: Usage, scope: str, handle: Handle, at: NodeAt) -> boo
         if ref is None and handle.site.target.text:
             ref = table.class_ref(scope, handle.site.target.text, position(at.node))
     return ref is not None and ref.level == 0 and ref.dotted.startswith("torch.nn.")
-
-
-def _iterates_submodules(loop: Loop, name: str) -> bool:
-    if not isinstance(loop, ast.For | ast.AsyncFor) or not isinstance(loop.iter, ast.Call):
-        return False
-    func = loop.iter.func
-    if not isinstance(func, ast.Attribute) or func.attr not in SUBMODULE_ITERATORS:
-        return False
-    target = loop.target
-    if isinstance(target, ast.Tuple) and target.elts:
-        target = target.elts[-1]
-    return isinstance(target, ast.Name) and target.id == name
 
 
 def loop_scalars(loops: list[Loop]) -> dict[str, Kind]:
