@@ -143,9 +143,7 @@ def finish(
     server: DynamoLensServer, request: RunRequest, outcome: RunOutcome, before: Mapping[str, list[str]]
 ) -> dict[str, Any]:
     """Store and publish a finished run; returns its summary."""
-    from dynamo_lens.runtime.attribution import findings_from_report
-
-    findings = findings_from_report(outcome.report) if outcome.report is not None else []
+    findings = list(outcome.report.findings) if outcome.report is not None else []
     tracked = [_carry_over_edits(server, finding, before) for finding in findings]
     summary = summarise(outcome, request.uri)
     previous = server.runs.results.get(_key(request))
