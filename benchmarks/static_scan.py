@@ -96,10 +96,11 @@ def main() -> int:
     if cold.stderr_lines:
         print(f"  ({cold.stderr_lines} per-file messages on stderr, e.g. syntax errors)")
 
-    editor_file, editor_ms = time_editor_file(files)
+    editor_file, editor_ms, editor_cpu_ms = time_editor_file(files)
     rel = editor_file.relative_to(SOURCES)
     editor_lines = editor_file.read_bytes().count(b"\n")
-    print(f"\none file, summarize + link: {editor_ms:.1f} ms median for {rel} ({editor_lines} lines);", end=" ")
+    print(f"\none file, summarize + link: {editor_ms:.1f} ms wall, {editor_cpu_ms:.1f} ms cpu (medians)", end=" ")
+    print(f"for {rel} ({editor_lines} lines);", end=" ")
     print(f"target ≤ {EDITOR_TARGET_MS:.0f} ms {'PASS' if editor_ms <= EDITOR_TARGET_MS else 'MISS'}")
 
     if args.profile:
@@ -165,9 +166,11 @@ def verdict(label: str, ratio: float, target: float) -> None:
     print(f"  {label}: {ratio:5.2f}x  (target ≤ {target:g}x) {'PASS' if ratio <= target else 'MISS'}")
 
 
-def time_editor_file(files: list[Path]) -> tuple[Path, float]:
-    """Median ms of summarize + link for the corpus file nearest 3,000 lines that defines an nn.Module."""
-    from dynamo_lens.static import link, summarize
+def time_editor_file(files: list[Path]) -> tuple[Path, float, float]:
+    """Median wall and CPU ms of the keystroke path (``scan.analyse_text`` + ``scan.link_files``) for the corpus
+    file nearest 3,000 lines that defines an nn.Module."""
+    from dynamo_lens.config import Settings
+    from dynamo_lens.scan import FileAnalysis, analyse_text, link_files
 
     def distance(path: Path) -> int:
         data = path.read_bytes()
@@ -175,12 +178,15 @@ def time_editor_file(files: list[Path]) -> tuple[Path, float]:
 
     chosen = min(files, key=distance)
     text = chosen.read_text(encoding="utf-8")
-    samples = []
+    walls, cpus = [], []
     for _ in range(21):
-        start = time.perf_counter()
-        link([summarize(str(chosen), text)])
-        samples.append((time.perf_counter() - start) * 1000)
-    return chosen, statistics.median(samples)
+        start, start_cpu = time.perf_counter(), time.process_time()
+        analysis = analyse_text(str(chosen), text)
+        assert isinstance(analysis, FileAnalysis)
+        link_files([analysis], Settings())
+        walls.append((time.perf_counter() - start) * 1000)
+        cpus.append((time.process_time() - start_cpu) * 1000)
+    return chosen, statistics.median(walls), statistics.median(cpus)
 
 
 def profile(files: list[Path], top: int) -> None:
