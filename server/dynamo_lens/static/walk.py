@@ -9,8 +9,10 @@ assigned below its use, still resolves.
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from dynamo_lens.model import Span
 from dynamo_lens.static.context import DISABLE_DECORATORS, PARTIAL, FileContext, NodeAt, Scope
@@ -140,28 +142,6 @@ class Walker:
         self.decorated: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, Scope]] = []
         self.import_end = 1
         self._known: set[str] | None = None
-        self._handlers: dict[type[ast.AST], Callable[[ast.AST], None]] = {
-            ast.Import: self._import,  # type: ignore[dict-item]
-            ast.ImportFrom: self._import_from,  # type: ignore[dict-item]
-            ast.ClassDef: self._class,  # type: ignore[dict-item]
-            ast.FunctionDef: self._function,  # type: ignore[dict-item]
-            ast.AsyncFunctionDef: self._function,  # type: ignore[dict-item]
-            ast.Lambda: self._lambda,  # type: ignore[dict-item]
-            ast.Assign: self._assign,  # type: ignore[dict-item]
-            ast.AnnAssign: self._ann_assign,  # type: ignore[dict-item]
-            ast.AugAssign: self._aug_assign,  # type: ignore[dict-item]
-            ast.Delete: self._delete,  # type: ignore[dict-item]
-            ast.If: self._if,  # type: ignore[dict-item]
-            ast.For: self._for,  # type: ignore[dict-item]
-            ast.AsyncFor: self._for,  # type: ignore[dict-item]
-            ast.While: self._while,  # type: ignore[dict-item]
-            ast.Try: self._try,  # type: ignore[dict-item]
-            ast.Match: self._match,  # type: ignore[dict-item]
-            ast.Call: self._call,  # type: ignore[dict-item]
-            ast.Attribute: self._attribute,  # type: ignore[dict-item]
-        }
-        if hasattr(ast, "TryStar"):
-            self._handlers[ast.TryStar] = self._try  # type: ignore[assignment]
 
     # -- driver ------------------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -179,11 +159,11 @@ class Walker:
             if bucket is None:
                 bucket = self.ctx.by_type[kind] = []
             bucket.append(NodeAt(node, self.scope, self.loop_depth, self.branch_depth))
-        handler = self._handlers.get(kind)
+        handler = _HANDLERS.get(kind)
         if handler is None:
             self.generic(node)
         else:
-            handler(node)
+            handler(self, node)
 
     def generic(self, node: ast.AST) -> None:
         for name in node._fields:
@@ -676,6 +656,32 @@ class Walker:
         )
         column = self.ctx.lines.column(line, node.col_offset) + len(prefix)
         return Span(self.ctx.path, line, column, line, column + len(node.name))
+
+
+_HANDLERS: dict[type[ast.AST], Callable[[Walker, Any], None]] = {
+    ast.Import: Walker._import,
+    ast.ImportFrom: Walker._import_from,
+    ast.ClassDef: Walker._class,
+    ast.FunctionDef: Walker._function,
+    ast.AsyncFunctionDef: Walker._function,
+    ast.Lambda: Walker._lambda,
+    ast.Assign: Walker._assign,
+    ast.AnnAssign: Walker._ann_assign,
+    ast.AugAssign: Walker._aug_assign,
+    ast.Delete: Walker._delete,
+    ast.If: Walker._if,
+    ast.For: Walker._for,
+    ast.AsyncFor: Walker._for,
+    ast.While: Walker._while,
+    ast.Try: Walker._try,
+    ast.Match: Walker._match,
+    ast.Call: Walker._call,
+    ast.Attribute: Walker._attribute,
+}
+"""Node types the walk handles itself (a class-level table: no bound methods, so no reference cycle keeps a
+walked tree alive after ``summarize`` returns)."""
+if sys.version_info >= (3, 11):
+    _HANDLERS[ast.TryStar] = Walker._try
 
 
 # -- value classification --------------------------------------------------------------------------------------
