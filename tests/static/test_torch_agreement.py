@@ -95,6 +95,7 @@ CASES = (
     Case("DL205_closure_loop_rebind.py", "DL205", Expect.RECOMPILE, 2),
     Case("DL205_closure_nonlocal.py", "DL205", Expect.RECOMPILE, 2),
     Case("DL205_closure_float_partial.py", "DL205", Expect.RECOMPILE, 2),
+    Case("DL205_inlined_helper_closure.py", "DL205", Expect.RECOMPILE, 2),
     Case("DL205_closure_str_mode.py", "DL205", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL205_closure_range_count.py", "DL205", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL205_ok_constant_cell.py", "DL205", Expect.QUIET, 1),
