@@ -193,7 +193,9 @@ def test_dash_m_pytest_runs_a_compiling_test(
 def test_a_failing_script_keeps_its_exit_code_over_a_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "crash.py").write_text("import torch\nraise SystemExit(3)\n")
+    (tmp_path / "crash.py").write_text(
+        'import torch\n\ntorch.compile(lambda x: x + 1, backend="eager")(torch.ones(2))\nraise SystemExit(3)\n'
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DYNAMO_LENS_SHIM_DISABLE", "guard_export")  # as on a torch without guard_export_fn
     assert main(["run", "--python", sys.executable, "--max-recompiles", "0", "crash.py"]) == 3
