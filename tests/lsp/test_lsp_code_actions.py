@@ -111,3 +111,20 @@ async def test_no_actions_for_other_sources(lsp: StartServer, workspace: Path) -
         )
     )
     assert not result
+
+
+async def test_untrusted_workspace_never_runs_the_configured_interpreter(
+    lsp: StartServer, workspace: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "interpreter-was-run"
+    script = tmp_path / "python-from-the-workspace"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\necho 2.4.1\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    path = workspace / "model.py"
+    path.write_text(RECOMPILING, encoding="utf-8")
+    options = {"debounceMs": 0, "interpreter": str(script), "trusted": False}
+    session = await lsp(workspace, options=options)
+    session.open(path)
+    actions = await actions_for(session, path, "DL101")
+    assert "already dynamic on torch 2.13" in actions[0].title
+    assert not marker.exists()

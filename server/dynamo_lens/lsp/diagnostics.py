@@ -168,7 +168,7 @@ def _install(
 ) -> None:
     for error in internal_errors:
         server.log(f"dynamo-lens: {error}", types.MessageType.Error)
-    publish(server, apply_static(server, grouped, analysed))
+    publish(server, apply_static(server, grouped, analysed), pulled=analysed)
 
 
 def current_rules(server: DynamoLensServer) -> Settings:
@@ -236,15 +236,17 @@ def current_diagnostics(server: DynamoLensServer, state: DocumentState) -> list[
     return diagnostics
 
 
-def publish(server: DynamoLensServer, paths: Sequence[str]) -> None:
-    """Push the diagnostics of ``paths`` (or ask a pull client to pull again)."""
+def publish(server: DynamoLensServer, paths: Sequence[str], pulled: Iterable[str] = ()) -> None:
+    """Push the diagnostics of ``paths``. A pull client is asked to pull again instead, unless the only changes are
+    to documents whose edits it is pulling for anyway (``pulled``)."""
     if not paths or server.stopping:
         return
     for path in paths:
         server.documents.get(path).published += 1
     if server.client_supports_pull_diagnostics:
         refresh = server.client_capabilities.workspace
-        if refresh is not None and refresh.diagnostics is not None and refresh.diagnostics.refresh_support:
+        supported = refresh is not None and refresh.diagnostics is not None and refresh.diagnostics.refresh_support
+        if supported and set(paths) - set(pulled):
             server.workspace_diagnostic_refresh(None)
         return
     for path in paths:

@@ -35,7 +35,10 @@ ASSUMED = parse_version(TORCH_VERSION_ASSUMED) or (2, 13)
 
 
 async def selected_torch(server: DynamoLensServer) -> TorchVersion:
-    """The selected interpreter's torch version (the assumed release when unknown)."""
+    """The selected interpreter's torch version (the assumed release when unknown). An untrusted workspace may have
+    chosen the interpreter itself, so there nothing is executed and the assumed release is used."""
+    if not server.settings.trusted:
+        return ASSUMED
     from dynamo_lens.runtime.runner import torch_version
 
     python = interpreter(server)
