@@ -15,21 +15,18 @@ output is forwarded to standard error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dynamo_lens.config import load_settings
-from dynamo_lens.model import Finding
-from dynamo_lens.output.json_document import render_json
-from dynamo_lens.output.paths import display_path
-from dynamo_lens.output.sarif import render_sarif
-from dynamo_lens.runtime.attribution import FrameStats, frame_stats, merge_findings
-from dynamo_lens.runtime.report import RunReport
-from dynamo_lens.runtime.runner import RunOutcome, Target, passthrough, run
-from dynamo_lens.scan import scan
-from dynamo_lens.suppression import find_suppressions, unsuppressed
+# Only argparse at import time: `dynamo-lens serve` builds this parser too, and must answer `initialize` fast. The
+# runner, the attribution, the static scan and the renderers are imported by the functions that use them.
+if TYPE_CHECKING:
+    from dynamo_lens.model import Finding
+    from dynamo_lens.runtime.attribution import FrameStats
+    from dynamo_lens.runtime.report import RunReport
+    from dynamo_lens.runtime.runner import RunOutcome, Target
 
 DEFAULT_REPORT = Path(".dynamo-lens") / "last-run.json"
 EXIT_BUDGET = 1
@@ -102,6 +99,8 @@ def _count(text: str) -> int:
 
 def parse_target(script_argv: list[str] | None, module_argv: list[str] | None) -> Target:
     """The run target from argparse's two remainders; raises ValueError with a usage message."""
+    from dynamo_lens.runtime.runner import Target
+
     if module_argv is not None:
         if not module_argv:
             raise ValueError("-m needs a module name")
@@ -117,6 +116,8 @@ def parse_target(script_argv: list[str] | None, module_argv: list[str] | None) -
 
 
 def handle(args: argparse.Namespace) -> int:
+    from dynamo_lens.runtime.runner import passthrough, run
+
     try:
         target = parse_target(args.target, args.module)
     except ValueError as exc:
@@ -176,6 +177,11 @@ def budget_problems(report: RunReport | None, max_recompiles: int | None, max_gr
 def shown_findings(report: RunReport) -> list[Finding]:
     """The run's findings as the user configured them (``[tool.dynamo-lens]`` select/ignore/severity, suppression
     comments), each confirmed against the static scan of the files the run touched where they agree."""
+    from dynamo_lens.config import load_settings
+    from dynamo_lens.runtime.attribution import merge_findings
+    from dynamo_lens.scan import scan
+    from dynamo_lens.suppression import find_suppressions, unsuppressed
+
     loaded = load_settings(Path.cwd())
     files = sorted({f.span.path for f in report.findings} | {f.path for f in report.frames})
     files = [path for path in files if Path(path).is_file() and not _is_installed(path)]
@@ -183,7 +189,9 @@ def shown_findings(report: RunReport) -> list[Finding]:
     merged = merge_findings(static, report.findings)
     suppressions = {path: find_suppressions(_read(path)) for path in files}
     runtime = [f for f in merged if f.source == "runtime" and loaded.settings.is_enabled(f.code)]
-    return [replace(f, severity=loaded.settings.severity_of(f)) for f in unsuppressed(runtime, suppressions)]
+    return [
+        dataclasses.replace(f, severity=loaded.settings.severity_of(f)) for f in unsuppressed(runtime, suppressions)
+    ]
 
 
 def _is_installed(path: str) -> bool:
@@ -199,6 +207,9 @@ def _read(path: str) -> str:
 
 def _document(findings: list[Finding], fmt: str) -> str:
     """The same documents as ``check --format json|sarif`` (one writer for both commands)."""
+    from dynamo_lens.output.json_document import render_json
+    from dynamo_lens.output.sarif import render_sarif
+
     if fmt == "json":
         return render_json(findings, Path.cwd())
     return render_sarif(findings, (), Path.cwd())
@@ -217,6 +228,8 @@ def render_text(
     torch_trace: Path | None = None,
 ) -> str:
     """The summary printed after the script's own output."""
+    from dynamo_lens.runtime.attribution import frame_stats
+
     lines = ["", _headline(outcome, target)]
     report = outcome.report
     if report is not None:
@@ -286,4 +299,6 @@ def _finding_line(finding: Finding) -> str:
 
 
 def _display(path: str) -> str:
+    from dynamo_lens.output.paths import display_path
+
     return display_path(path, Path.cwd())
