@@ -115,6 +115,7 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jobs]:
         "crash": ((str(FIXTURES / "crash.py"),), FIXTURES, {}),
         "exits": (("exits.py",), FIXTURES, {"TRACE_DIR": str(tmp / "trace")}),
         "forks": (("forks.py",), FIXTURES, {}),
+        "no-compile": (("no_compile.py",), FIXTURES, {}),
         "pytest": (("-m", "pytest", "check_compiled.py::test_counter_recompiles", "-q"), FIXTURES / "pkg", {}),
         "resets": ((str(FIXTURES / "resets.py"),), FIXTURES, {}),
         "disabled": (
@@ -472,6 +473,14 @@ def test_keyboard_interrupt_reports_and_exits_130(hanging: dict[str, Future[Hang
     assert (report.ended_by, report.exit_code) == ("keyboard_interrupt", 130)
     assert report.error is not None and report.error.type == "KeyboardInterrupt"
     assert report.error.line == line_of(FIXTURES / "hangs.py", "sleep")
+
+
+def test_a_program_that_never_compiles_pays_nothing_for_dynamo(runs: dict[str, Future[Run]]) -> None:
+    run = runs["no-compile"].result()
+    assert (run.returncode, run.stdout) == (0, "[2.0, 2.0] False\n")  # torch._dynamo was never imported
+    report = run.report
+    assert report.torch_version is not None and report.torch_version.startswith("2.")
+    assert (report.frames, report.sources_ok, report.missing) == ((), {}, ())
 
 
 def test_a_forked_child_neither_writes_nor_streams_into_the_parents_report(runs: dict[str, Future[Run]]) -> None:

@@ -426,6 +426,7 @@ class ReportBuilder:
         self.walked: set[int] = set()
         self.calls: Event = {}
         self.end: Event | None = None
+        self.installed: Event = {}
         self.resets = 0
         self.errors: list[str] = []
         self.guards_kept = 0
@@ -511,6 +512,8 @@ class ReportBuilder:
             self.resets += 1
         elif kind == "internal_error":
             self.errors.append(f"internal error in {event.get('where')}: {event.get('message')}")
+        elif kind == "installed":
+            self.installed = event
         elif kind == "end":
             self.end = event
 
@@ -869,6 +872,7 @@ class ReportBuilder:
         self, frames: list[Event], recompiles: list[Event], breaks: list[Event], limit_hits: list[Event]
     ) -> Event:
         start, end, calls = self.start, self.end, self.calls
+        installed = self.installed  # what the listeners found once torch._dynamo was imported
         entries = [e for f in frames for e in f["cache_entries"]]
         misses = calls.get("misses")
         hits = calls.get("hits")
@@ -879,7 +883,7 @@ class ReportBuilder:
             if a.metrics and isinstance(a.metrics.get("cache_size"), int) and a.metrics["cache_size"] > 0
         )
         eager = max(0, misses - compiles_on_existing) if isinstance(misses, int) else None
-        missing = list(start.get("missing") or [])
+        missing = list(dict.fromkeys([*(start.get("missing") or []), *(installed.get("missing") or [])]))
         missing.extend(self.errors)
         if calls.get("replaced"):
             missing.append(
@@ -913,11 +917,11 @@ class ReportBuilder:
             "resets": self.resets,
         }
         end = end or {}
-        config = end.get("config") or start.get("config") or {}
+        config = end.get("config") or installed.get("config") or start.get("config") or {}
         return {
             "schema": SCHEMA,
             "version": SCHEMA_VERSION,
-            "torch_version": start.get("torch_version"),
+            "torch_version": installed.get("torch_version") or start.get("torch_version"),
             "python": start.get("python") or "",
             "argv": list(start.get("argv") or []),
             "cwd": start.get("cwd") or "",
@@ -932,7 +936,7 @@ class ReportBuilder:
             "graph_breaks": breaks,
             "limit_hits": limit_hits,
             "summary": summary,
-            "sources_ok": dict(start.get("sources_ok") or {}),
+            "sources_ok": dict(installed.get("sources_ok") or start.get("sources_ok") or {}),
             "missing": missing,
             "findings": [],
         }
@@ -1113,6 +1117,61 @@ class LimitHandler(logging.Handler):
             self.collector.internal_error("limit handler", exc)
 
 
+def _find_torch() -> tuple[str | None, str | None]:
+    """torch's package directory and version, read from disk without importing torch (``None`` when unknown)."""
+    module = sys.modules.get("torch")
+    module_file = getattr(module, "__file__", None)
+    if module_file:
+        return os.path.dirname(os.path.abspath(module_file)), getattr(module, "__version__", None)
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None, None
+    if spec is None or not spec.submodule_search_locations:
+        return None, None
+    torch_dir = os.path.abspath(next(iter(spec.submodule_search_locations)))
+    try:
+        with open(os.path.join(torch_dir, "version.py"), encoding="utf-8") as handle:
+            found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", handle.read(), re.MULTILINE)
+    except OSError:
+        found = None
+    return torch_dir, found[1] if found else None
+
+
+class DynamoImportWatcher:
+    """A ``sys.meta_path`` finder that calls back right after ``torch._dynamo`` has been imported, then leaves."""
+
+    def __init__(self, on_import: Callable[[], None]) -> None:
+        self.on_import = on_import
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "torch._dynamo":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+        on_import = self.on_import
+
+        def exec_then_install(module: types.ModuleType) -> None:
+            exec_module(module)
+            parent = sys.modules.get("torch")
+            if parent is not None:
+                # What the import system does next anyway; the listeners need ``torch._dynamo`` now.
+                setattr(parent, "_dynamo", module)  # noqa: B010
+            on_import()
+
+        loader.exec_module = exec_then_install  # type: ignore[method-assign]
+        return spec
+
+
 class Collector:
     """Installs the four listeners, emits events, walks the cache entries, and writes the report."""
 
@@ -1126,6 +1185,8 @@ class Collector:
         self.sources_ok: dict[str, bool] = {}
         self.missing: list[str] = []
         self.torch: Any = None
+        self.torch_version: str | None = None
+        self.installed = False
         self.policy = PathPolicy.for_this_process(None)
         self.codes: dict[int, types.CodeType] = {}
         self.hits = 0
@@ -1141,14 +1202,40 @@ class Collector:
     # -- set-up -------------------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        try:
-            import torch
-        except Exception as exc:
-            self.missing.append(f"torch could not be imported in this interpreter ({type(exc).__name__}: {exc})")
-            self.emit_start()
+        """Find torch without importing it; install the listeners the moment ``torch._dynamo`` is imported.
+
+        A program that never compiles then pays nothing for the shim (importing ``torch._dynamo`` alone costs
+        seconds), and one that does gets every listener before its first compile.
+        """
+        torch_dir, version = _find_torch()
+        if torch_dir is not None and version is None:  # an unusual torch: import it to learn what it is
+            try:
+                import torch
+
+                version = str(torch.__version__)
+            except Exception as exc:
+                self.missing.append(f"torch could not be imported in this interpreter ({type(exc).__name__}: {exc})")
+                torch_dir = None
+        elif torch_dir is None:
+            self.missing.append("torch could not be imported in this interpreter (it is not installed)")
+        self.torch_version = version
+        if torch_dir is not None:
+            self.policy = PathPolicy.for_this_process(torch_dir)
+        self.emit_start()
+        if torch_dir is None:
             return
-        self.torch = torch
-        self.policy = PathPolicy.for_this_process(os.path.dirname(os.path.abspath(torch.__file__)))
+        if "torch._dynamo" in sys.modules:
+            self.install()
+        else:
+            sys.meta_path.insert(0, DynamoImportWatcher(self.install))
+
+    def install(self) -> None:
+        """Install the listeners (``torch._dynamo`` has just been imported); emits an ``installed`` event."""
+        if self.installed:
+            return
+        self.installed = True
+        self.torch = sys.modules["torch"]
+        self.torch_version = str(getattr(self.torch, "__version__", self.torch_version))
         self._install("trace", self._install_trace, "structured trace (logger torch.__trace)")
         self._install("bytecode_hook", self._install_bytecode_hook, "compiled code objects (register_bytecode_hook)")
         self._install("cache_entries", self._check_cache_entries, "cache entries (_debug_get_cache_entry_list)")
@@ -1162,7 +1249,13 @@ class Collector:
                 "cache entries (_debug_get_cache_entry_list): no way to find the compiled code objects without "
                 "register_bytecode_hook; guards come from the trace text and fail counts are unknown"
             )
-        self.emit_start()
+        self.stream.emit(
+            "installed",
+            torch_version=self.torch_version,
+            sources_ok=self.sources_ok,
+            missing=self._missing_with_consequences(),
+            config=self.config_snapshot(),
+        )
 
     def _install(self, name: str, install: Callable[[], None], what: str) -> None:
         if name in self.disabled:
@@ -1174,15 +1267,12 @@ class Collector:
             self.sources_ok[name] = True
         except Exception as exc:
             self.sources_ok[name] = False
-            self.missing.append(f"{what}: not available on torch {self._torch_version()} ({type(exc).__name__}: {exc})")
-
-    def _torch_version(self) -> str | None:
-        return None if self.torch is None else str(getattr(self.torch, "__version__", "?"))
+            self.missing.append(f"{what}: not available on torch {self.torch_version} ({type(exc).__name__}: {exc})")
 
     def emit_start(self) -> None:
         self.stream.emit(
             "start",
-            torch_version=self._torch_version(),
+            torch_version=self.torch_version,
             python=sys.version.split()[0],
             executable=sys.executable,
             argv=self.argv,
@@ -1422,6 +1512,10 @@ class Collector:
                 return
             self.finished = True
         try:
+            if not self.installed and "torch._dynamo" in sys.modules:
+                self.internal_error(
+                    "import watcher", RuntimeError("torch._dynamo was imported without the shim seeing it")
+                )
             self.walk_cache_entries()
             if self.sources_ok.get("guard_complete_hook"):
                 replaced = self.guard_hook_replaced()
