@@ -64,6 +64,10 @@ def _describe(index: WorkspaceIndex, path: str, site: CompileSite) -> tuple[str,
         text = f"a `{key[1]}` {kind} (its `{name}`){_where(path, key[0])}"
         return text, _related([class_summary.span], f"`{key[1]}` is defined here")
     target = site.target
+    if target.kind == "instance" and target.ref is not None:
+        symbol = index.resolve(path, target.ref)
+        if symbol is not None and symbol.kind == "function":
+            return f"the result of `{target.ref.dotted}()` (what a factory returns is not followed)", ()
     if target.ref is not None:
         name = target.ref.dotted + (f".{target.member}" if target.member else "")
         return f"`{name}` (not found in the workspace)", ()
