@@ -44,14 +44,20 @@ Or let Dynamo treat integer module attributes as dynamic (one extra compile, the
 `torch._dynamo.config.allow_unspec_int_on_nn_module = True`. Or move the bookkeeping out of `forward`.
 
 ## Known limitations
-The analysis follows `self.<name>` reads and writes in statement order through methods called as `self.method()`
-and properties; it does not follow aliases (`s = self; s.steps += 1`) or writes through other objects. A value that
-only ever takes a few values (a bool) costs a bounded number of compiles and is reported at a lower severity.
+The analysis follows `self.<name>` reads and writes in evaluation order through methods called as `self.method()`,
+`super().method()` and properties, through the class's bases in the workspace; it does not follow aliases
+(`s = self; s.steps += 1`) or writes through other objects. A write counts as happening on every call only when it
+is not under `if`/loops/`try`; a helper's unconditional writes are assumed to have run even when the helper can
+return early (Dynamo traces one path at a time). Writes of a constant (`self.mode = 2`), bools and floats cost a
+bounded number of compiles and are reported as `info`; an attribute first created in `forward` is DL103.
 
 ## Fix safety
-Converting the counter to a buffer is unsafe: code that uses the attribute as a Python `int` (indexing, `range`,
-string formatting, comparisons feeding Python control flow) now sees a tensor. Setting
-`allow_unspec_int_on_nn_module` is safe for results but changes what Dynamo specialises for every module.
+Converting the counter to a buffer (offered when `__init__` sets an int literal and every change is `+=`/`-=`) is
+unsafe: code that uses the attribute as a Python `int` (indexing, `range`, string formatting, comparisons feeding
+Python control flow) now sees a tensor. Setting `allow_unspec_int_on_nn_module` (measured on 2.13: two compiles
+instead of eight plus the limit) keeps results but changes what Dynamo specialises for every module, so it is not
+applied in bulk either; it is offered for torch ≥ 2.5, where modules are traced unspecialised (not verified on
+older releases).
 
 ## References
 - PyTorch, "Dealing with recompilations": https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html
