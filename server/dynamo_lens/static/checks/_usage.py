@@ -136,9 +136,6 @@ class Usage:
                 return call
         return None
 
-    def calls_of(self, site: CompileSite) -> Iterator[HandleCall]:
-        return (call for call in self.calls if call.handle.site == site)
-
 
 def _inside(loop: Loop, line: int) -> bool:
     return loop.body[0].lineno <= line <= (loop.body[-1].end_lineno or loop.body[-1].lineno)
@@ -173,8 +170,8 @@ def _build(ctx: FileContext) -> Usage:
                 table.bindings.setdefault(key, []).append((position(node), node.value))
     originals = _compiled_argument_names(ctx)
     for site in ctx.compile_sites:
-        if site.form == "method" and _compiles_torch_nn_in_place(table, site):
-            continue  # measured: `nn.Sequential(...).compile()` / `nn.Linear(...).compile()` compile nothing
+        if site.form == "method" and _torch_nn_instance(table, site):
+            continue  # torch 2.13 skips torch.nn frames: `nn.Sequential(...).compile()` compiled 0 graphs
         module = site.form == "method" or site.target.kind in ("instance", "unknown", "name", "self_attr")
         for name in site.names:
             runs = site.form == "method" or name != originals.get(site.span)
@@ -193,9 +190,9 @@ def _build(ctx: FileContext) -> Usage:
     return table
 
 
-def _compiles_torch_nn_in_place(table: Usage, site: CompileSite) -> bool:
-    """``m.compile()`` where ``m`` is a ``torch.nn`` layer: torch 2.13 skips the frames of ``torch.nn`` modules, so
-    nothing is compiled (measured: 0 graphs for ``nn.Sequential`` and ``nn.Linear``)."""
+def _torch_nn_instance(table: Usage, site: CompileSite) -> bool:
+    """The site compiles an instance of a ``torch.nn`` class (``nn.Sequential``, ``nn.Linear``): named by the
+    target, or bound by ``name = nn.Sequential(...)`` before the site."""
     ref = site.target.ref
     if ref is None and site.target.text:
         ref = table.class_ref(site.scope, site.target.text, (site.span.line, site.span.column))
@@ -317,7 +314,9 @@ def reach_of(table: Usage, at: NodeAt, receiver: ast.expr) -> ModuleReach | None
     if handle is not None and handle.module:
         if steps:
             return ModuleReach(frozenset({handle.site}), True)
-        return ModuleReach(frozenset({handle.site}), _traced_whole(table, key, handle, at))
+        # `torch.compile(m)` of a torch.nn module traces `m.__call__` with its hooks (`wrap_inline`); the hooks of a
+        # workspace module run outside the compiled frame
+        return ModuleReach(frozenset({handle.site}), _torch_nn_instance(table, handle.site))
     users = table.compiled_function_globals.get(root)
     if users:
         return ModuleReach(frozenset(h.site for h in users), True)
@@ -359,22 +358,6 @@ def _submodule_iterable(target: ast.expr, iterable: ast.expr, name: str) -> ast.
     if isinstance(target, ast.Tuple) and target.elts:
         target = target.elts[-1]
     return iterable.func.value if isinstance(target, ast.Name) and target.id == name else None
-
-
-def _traced_whole(table: Usage, scope: str, handle: Handle, at: NodeAt) -> bool:
-    """``torch.compile(m)`` of a ``torch.nn`` module traces ``m.__call__`` with its hooks (``wrap_inline``); for a
-    workspace class, or ``m.compile()``, the hooks of ``m`` itself run outside the compiled frame."""
-    return handle.site.form != "method" and _torch_nn_class(table, scope, handle, at)
-
-
-def _torch_nn_class(table: Usage, scope: str, handle: Handle, at: NodeAt) -> bool:
-    """The compiled module is an instance of a ``torch.nn`` class (``nn.Sequential``, ``nn.Linear``)."""
-    ref = handle.site.target.ref
-    if ref is None:
-        ref = table.class_ref(scope, handle.name, position(at.node))
-        if ref is None and handle.site.target.text:
-            ref = table.class_ref(scope, handle.site.target.text, position(at.node))
-    return ref is not None and ref.level == 0 and ref.dotted.startswith("torch.nn.")
 
 
 def loop_scalars(loops: list[Loop]) -> dict[str, Kind]:
