@@ -4,7 +4,9 @@
 Flags a read, inside compiled code, of a module-level global that the program assigns again after its first
 definition: in a loop at module level, through `global NAME` in a function (a setter, a step counter), or with an
 augmented assignment (`STEP += 1`), including inside the compiled function itself. The finding sits on the read in
-the compiled code; the assignments are shown as related locations.
+the compiled code; the assignments are shown as related locations. The same holds for a member of a module-level
+object or dict that the program changes the same ways (`cfg.scale = step`, `HPARAMS["lr"] = lr`, `state.step += 1`
+in a helper): Dynamo guards `G['cfg'].scale == 2` like a global.
 
 ## Why it matters
 Dynamo guards every global a compiled frame reads. What the guard checks depends on the value (torch 2.13,
@@ -52,9 +54,11 @@ for step in range(100):
 ## Known limitations
 Only assignments the analysis can see are counted: plain, augmented and annotated assignments to the name at module
 level (a second binding or one inside a loop) and in functions that declare it `global`, plus loop targets at module
-level. Writes from other modules (`config.SCALE = 3`), through `globals()[...]`, and mutation of a global object's
-attributes (`cfg.scale = 3`, which also recompiles per value) are not followed. Values whose kind cannot be inferred
-(the result of an arbitrary call) are not reported; a tensor is reported only when it replaces `None`.
+level; for members, assignments to `name.attr` / `name["key"]` (constant key) in a module-level loop, augmented, or in
+any function. Writes from other modules (`config.SCALE = 3` where `config` is imported is followed only inside the
+file that reads it), through `globals()[...]` or `setattr`, and members of a module that is itself compiled (DL111)
+are not reported here. Values whose kind cannot be inferred (the result of an arbitrary call) are not reported; a
+tensor is reported only when it replaces `None`.
 
 ## Fix safety
 No automatic fix: turning the global into an argument or a tensor changes every function that reads it. A suppression

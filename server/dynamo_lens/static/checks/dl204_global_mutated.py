@@ -8,10 +8,11 @@ a tensor rebound to a tensor of the same metadata costs nothing (not reported).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from dynamo_lens.model import Related, Severity
+from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.rules.dl204_global_mutated import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.checks._compiled_code import (
@@ -22,6 +23,7 @@ from dynamo_lens.static.checks._compiled_code import (
 )
 from dynamo_lens.static.checks._python_values import ValueKind, merge_kinds, range_loop_names, value_kind
 from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.index import WorkspaceIndex
 
 MAX_RELATED = 3
 RECOMPILE_LIMIT = 8
@@ -34,7 +36,8 @@ class Binding:
     """One assignment of a module-level name. The kind of its value is worked out only for names compiled code
     reads (most files rebind nothing that matters, and then no value is classified)."""
 
-    target: ast.Name
+    target: ast.expr
+    """The name (``SCALE``) or member (``cfg.scale``, ``CFG["scale"]``) assigned."""
     value: ast.expr | None
     """The assigned expression; None when ``fixed_kind`` says it all (loop targets, unpacking)."""
     fixed_kind: ValueKind
@@ -51,19 +54,111 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     bindings = _module_bindings(ctx)
     for body in bodies:
         for binding in _global_bindings(body):
-            bindings.setdefault(binding.target.id, []).append(binding)
+            bindings.setdefault(_name_of(binding.target), []).append(binding)
     rebound = {name for name, found in bindings.items() if any(b.rebinds for b in found)}
-    if not rebound:
+    members = _member_bindings(ctx, bodies, set(bindings) | _plain_imports(ctx))
+    changed = {key: found for key, found in members.items() if any(b.rebinds for b in found)}
+    if not rebound and not changed:
         return
+    owners = {owner for owner, _ in changed}
     for body in bodies:
         seen: set[str] = set()
         for read in body.name_loads(rebound):
             name = read.id
             if name not in seen and _is_global_in(body, name):
                 seen.add(name)
-                candidate = _candidate(ctx, body, read, bindings[name])
+                candidate = _candidate(ctx, body, read, name, f"G['{name}']", bindings[name])
                 if candidate is not None:
                     yield candidate
+        for member, key in _member_reads(body, owners, changed):
+            shown = ctx.source(member, 40)
+            if shown not in seen:
+                seen.add(shown)
+                candidate = _candidate(ctx, body, member, shown, _guard_source(key), changed[key])
+                if candidate is not None:
+                    yield candidate
+
+
+def _name_of(target: ast.expr) -> str:
+    assert isinstance(target, ast.Name)
+    return target.id
+
+
+MemberKey = tuple[str, str]
+"""(global name, member): ``("cfg", ".scale")``, ``("CFG", "['scale']")``."""
+
+
+def _member_key(target: ast.AST) -> MemberKey | None:
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+        return target.value.id, f".{target.attr}"
+    if (
+        isinstance(target, ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and isinstance(target.slice, ast.Constant)
+        and isinstance(target.slice.value, (str, int))
+    ):
+        return target.value.id, f"[{target.slice.value!r}]"
+    return None
+
+
+def _guard_source(key: MemberKey) -> str:
+    return f"G['{key[0]}']{key[1]}"
+
+
+def _plain_imports(ctx: FileContext) -> set[str]:
+    """Imported names that may be a module or object of the user's (``import config``), not torch."""
+    return {name for name, ref in ctx.aliases.items() if not ref.dotted.startswith("torch")}
+
+
+def _member_bindings(ctx: FileContext, bodies: list[FunctionBody], owners: set[str]) -> dict[MemberKey, list[Binding]]:
+    """Assignments to a member of a module-level object: in a module-level loop, augmented, or in a function."""
+    found: dict[MemberKey, list[Binding]] = {}
+    ints = range_loop_names(at.node for at in ctx.nodes(ast.For) if at.scope.kind == "module")
+
+    def module_ints(name: str) -> ValueKind:
+        return "int" if name in ints else "unknown"
+
+    statements = [at for kind in (ast.Assign, ast.AugAssign, ast.AnnAssign) for at in ctx.nodes(kind)]
+    for at in statements:
+        node = at.node
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+        value = getattr(node, "value", None)
+        for target in targets:
+            key = _member_key(target)
+            if key is None or key[0] not in owners or value is None:
+                continue
+            function = at.scope.function
+            lookup = _unknown
+            if function is None:
+                rebinds = at.loop_depth > 0 or isinstance(node, ast.AugAssign)
+                lookup = module_ints
+            else:
+                body = next((b for b in bodies if b.node is function.node), None)
+                if body is None or not _is_global_in(body, key[0]):
+                    continue
+                rebinds = True
+            found.setdefault(key, []).append(Binding(target, value, "unknown", rebinds, lookup))
+    return found
+
+
+def _member_reads(
+    body: FunctionBody, owners: set[str], changed: dict[MemberKey, list[Binding]]
+) -> Iterator[tuple[ast.expr, MemberKey]]:
+    """Reads of changed members in ``body``, in source order (``cfg.scale``, ``CFG["scale"]``, ``s.n += 1``)."""
+    names = {owner for owner in owners if _is_global_in(body, owner)}
+    if not names:
+        return
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
+    reads: list[tuple[ast.expr, MemberKey]] = []
+    for statement, node in body.expressions(lambda line: pattern.search(line) is not None):
+        is_load = isinstance(getattr(node, "ctx", None), ast.Load)
+        is_aug_target = isinstance(statement, ast.AugAssign) and statement.target is node
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and (is_load or is_aug_target):
+            key = _member_key(node)
+            if key is not None and key in changed and key[0] in names:
+                reads.append((node, key))
+    reads.sort(key=lambda read: (read[0].lineno, read[0].col_offset))
+    yield from reads
 
 
 BINDING_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)
@@ -82,7 +177,7 @@ def _module_bindings(ctx: FileContext) -> dict[str, list[Binding]]:
     found: dict[str, list[Binding]] = {}
     for at in module_statements:
         for binding in _targets(at.node, known, in_loop=at.loop_depth > 0):
-            found.setdefault(binding.target.id, []).append(binding)
+            found.setdefault(_name_of(binding.target), []).append(binding)
     return found
 
 
@@ -93,7 +188,7 @@ def _global_bindings(body: FunctionBody) -> Iterator[Binding]:
     for node in body.statements:
         if isinstance(node, BINDING_STATEMENTS):
             for binding in _targets(node, _unknown, in_loop=True):
-                if binding.target.id in declared:
+                if _name_of(binding.target) in declared:
                     yield binding
 
 
@@ -142,44 +237,51 @@ def _is_global_in(body: FunctionBody, name: str) -> bool:
 
 
 def _candidate(
-    ctx: FileContext, body: FunctionBody, read: ast.Name, bindings: list[Binding]
+    ctx: FileContext, body: FunctionBody, read: ast.expr, shown: str, source: str, bindings: list[Binding]
 ) -> InsideCompiledCandidate | None:
     kinds = [b.kind(ctx) for b in bindings]
     kind = merge_kinds(kinds)
-    name = read.id
+    is_name = isinstance(read, ast.Name)
     if kind in UNBOUNDED:
         severity = RULE.default_severity
         what = "global ints always specialise" if kind == "int" else f"a {kind} is never made dynamic"
-        guard = f"`len(G['{name}']) == <length>`" if kind in ("list", "tuple") else f"`G['{name}'] == <value>`"
+        guard = f"`len({source}) == <length>`" if kind in ("list", "tuple") else f"`{source} == <value>`"
         cost = (
             f"{what}, so every new value recompiles, and after {RECOMPILE_LIMIT} compiles (recompile_limit) "
             "the code runs eagerly"
         )
     elif kind in BOUNDED:
         severity = Severity.INFO
-        guard = f"`G['{name}'] == <value>`"
+        guard = f"`{source} == <value>`"
         cost = "one recompile, then the value is dynamic" if kind == "float" else "one compile per value"
-    elif kind == "tensor" and "none" in kinds:
+    elif kind == "tensor" and "none" in kinds and is_name:
         severity = Severity.INFO
-        guard = f"`G['{name}'] is None`"
+        guard = f"`{source} is None`"
         cost = "one recompile when it stops being None"
     else:
         return None
     rebinds = [b for b in bindings if b.rebinds]
     where = ", ".join(f"line {b.target.lineno}" for b in rebinds[:MAX_RELATED])
-    message = (
-        f"the global {kind} `{name}` is assigned again ({where}); compiled code that reads it makes Dynamo "
-        f"guard {guard}: {cost} (torch 2.13)"
-    )
+    what_changes = f"the global {kind} `{shown}` is assigned again" if is_name else f"`{shown}` ({kind}) is changed"
+    message = f"{what_changes} ({where}); compiled code that reads it makes Dynamo guard {guard}: {cost} (torch 2.13)"
+    owner = read.id if isinstance(read, ast.Name) else shown.partition(".")[0].partition("[")[0]
     return InsideCompiledCandidate(
         code=RULE.code,
         span=ctx.span(read),
         function=body.qualname,
         message=message,
         severity=severity,
-        related=tuple(Related(ctx.span(b.target), f"`{name}` assigned here") for b in rebinds[:MAX_RELATED]),
-        data=(("name", name), ("kind", kind)),
+        related=tuple(Related(ctx.span(b.target), f"`{shown}` assigned here") for b in rebinds[:MAX_RELATED]),
+        data=(("name", shown), ("kind", kind), ("global", owner)),
     )
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge)
+def judge_global(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
+    """As every check inside compiled code, except that state set on a compiled module or function belongs to DL111."""
+    data = dict(candidate.data)
+    if data["name"] != data["global"] and index.compiled_binding(candidate.span.path, "", data["global"]):
+        return
+    yield from judge(candidate, index)
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge_global)
