@@ -105,7 +105,11 @@ async def test_run_publishes_findings_hints_lenses_and_real_guards(lsp: StartSer
     text = await hover(session, path, CLASS_LINE, 7)
     assert text.startswith("**Dynamo Lens** · `Counter` · last run: compiled")
     assert "**Module attributes**" in text and "- `self.steps`: `self.steps == " in text
-    assert "#### Recompiles (guard diff between consecutive entries)" in text
+    assert "**Tensor arguments**\n- `x`: float32[2] stride [1]" in text
+    assert "TYPE_MATCH" not in text and "\n_Collapsed: " in text
+    assert "#### Recompiles (what failed → what the new entry guards)" in text
+    line = COUNTER_LINE + 1
+    assert f"1. 0/1: `self.steps == 0` failed (line {line}) → `self.steps` `self.steps == 0` → `== 1`" in text
     assert "predicted" not in text
 
     report = await execute(session, "dynamoLens.showReport", {"uri": uri(path)})

@@ -83,7 +83,7 @@ class Observed:
         return {
             "compiles": self.compiles,
             "recompiles": len(self.recompiles),
-            "graphBreaks": sum(gb.count for gb in self.graph_breaks),
+            "graphBreaks": len(self.graph_breaks),
             "limitHits": len(self.limit_hits),
         }
 

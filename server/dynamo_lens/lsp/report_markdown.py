@@ -1,81 +1,92 @@
 """Markdown for what a run observed at one compiled place (hover and "Show guards").
 
-The guards of the latest cache entry, grouped by what they guard (module attributes, tensor arguments with
-dtype/shape/stride, globals, other arguments), with ambient-state and dynamic-marking guards collapsed into one line;
-the recompile history with the guard diff between consecutive entries; why each recompile happened; limit hits and
-graph breaks.
+* The guards of the latest cache entry that carry a *value* Dynamo checks (attribute values, tensor dtype/shape/
+  stride, lengths, shape relations), grouped by what they guard: module attributes, tensor arguments, globals, other
+  arguments. Structural guards (type and identity checks, dict-membership checks, module internals, imported modules
+  and builtins) and ambient-state / dynamic-marking guards are collapsed into one counted line each.
+* The recompile history: per recompile, the guard of the entry compiled just before that failed, with the user line,
+  and what the new entry guards instead (the guard diff).
+* Limit hits and graph breaks.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
-from dynamo_lens.lsp.compiled import Observed, Place
+from dynamo_lens.lsp.compiled import TIMES, Observed, Place
 from dynamo_lens.runtime.guard_diff import (
     NOISE_KINDS,
+    EntryDiff,
     frame_diffs,
     group_by_source,
     parse_tensor_guard,
     readable_guard_text,
+    readable_source,
 )
-from dynamo_lens.runtime.report import CacheEntry, Guard, RunReport
+from dynamo_lens.runtime.report import CacheEntry, FailedGuard, Frame, Guard, Recompile, RunReport
 
 AMBIENT = "(global state)"
-TIMES = "\N{MULTIPLICATION SIGN}"
 MAX_HISTORY = 12
 MAX_GUARDS_PER_SOURCE = 4
 CATEGORIES = ("Module attributes", "Tensor arguments", "Globals", "Other arguments")
+VALUE_KINDS = frozenset(
+    {
+        "EQUALS_MATCH",
+        "CONSTANT_MATCH",
+        "TRUE_MATCH",
+        "FALSE_MATCH",
+        "NONE_MATCH",
+        "TENSOR_MATCH",
+        "LENGTH_CHECK",
+        "SEQUENCE_LENGTH",
+        "TUPLE_ITERATOR_LEN",
+        "DICT_KEYS_MATCH",
+        "DICT_LENGTH",
+        "RANGE_ITERATOR_MATCH",
+    }
+)
+"""Guard kinds that check a value the user controls; every other kind is structural."""
+_RELATION = re.compile(r"(<=|>=|==|!=|<|>)")
+_INTERNAL_SOURCE = re.compile(r"^(__import_|__builtins__|torch\._|list\(dict\.keys\()|\bdict\.keys\(")
 
 
 def render_observed(place: Place, seen: Observed, report: RunReport) -> str:
     parts = [f"**Dynamo Lens** · `{place.name}` · last run: {seen.stats_text()}"]
     for frame in seen.frames:
-        entries = [e for e in frame.cache_entries if e.produced_code]
-        latest = next((e for e in reversed(entries) if e.guards), None)
         if len(seen.frames) > 1:
             parts.append(f"\n### `{frame.name}` (line {frame.line})")
+        latest = next((e for e in reversed(frame.cache_entries) if e.produced_code and e.guards), None)
         if latest is not None:
             parts.append(render_guards(latest, len(frame.cache_entries)))
-        history = [d.render() for d in frame_diffs(frame)]
+        history = render_history(frame, [r for r in seen.recompiles if r.frame.name == frame.name])
         if history:
-            parts.append("#### Recompiles (guard diff between consecutive entries)")
-            parts.extend(f"{i}. {text}" for i, text in enumerate(history[:MAX_HISTORY], start=1))
-            if len(history) > MAX_HISTORY:
-                parts.append(f"\n_…and {len(history) - MAX_HISTORY} more_")
-    failed = _failed_guards(seen)
-    if failed:
-        parts.append("#### Why it recompiled")
-        parts.extend(failed)
+            parts.append("#### Recompiles (what failed → what the new entry guards)")
+            parts.extend(history)
     if seen.limit_hits:
         parts.append("#### Recompile limit")
         parts.extend(f"- `{hit.limit}` ({hit.value}) hit: later calls run eagerly" for hit in seen.limit_hits)
     if seen.graph_breaks:
         parts.append("#### Graph breaks")
-        for gb in seen.graph_breaks:
-            where = f"line {gb.line}" if gb.line is not None else "unknown line"
-            title = gb.gb_type or (gb.reason.splitlines() or ["graph break"])[0]
-            parts.append(
-                f"- {where}: {title}"
-                + (f" ({gb.gb_id})" if gb.gb_id else "")
-                + (f" {TIMES}{gb.count}" if gb.count > 1 else "")
-            )
+        parts.extend(_graph_break_line(gb.line, gb.gb_type, gb.reason, gb.gb_id, gb.count) for gb in seen.graph_breaks)
     if report.missing:
         parts.append("\n_Not collected on this torch: " + "; ".join(report.missing) + "_")
     return "\n".join(parts)
 
 
 def render_guards(entry: CacheEntry, attempts: int) -> str:
-    """One entry's guards grouped by what they guard; noise collapsed into a count."""
-    groups = group_by_source(entry.guards)
+    """One entry's value guards grouped by what they guard; the rest collapsed into counts."""
     sections: dict[str, list[str]] = {name: [] for name in CATEGORIES}
-    noise: Counter[str] = Counter()
-    for source, guards in groups.items():
-        shown = [g for g in guards if g.kind not in NOISE_KINDS]
-        noise.update(g.kind for g in guards if g.kind in NOISE_KINDS)
+    ambient: Counter[str] = Counter()
+    structural = 0
+    for raw_source, guards in group_by_source(entry.guards).items():
+        source = readable_source(raw_source)
+        ambient.update(g.kind for g in guards if g.kind in NOISE_KINDS or source == AMBIENT)
         if source == AMBIENT:
-            noise.update(g.kind for g in shown)
             continue
+        shown = [g for g in guards if g.kind not in NOISE_KINDS and _checks_a_value(g, source)]
+        structural += sum(1 for g in guards if g.kind not in NOISE_KINDS) - len(shown)
         if shown:
             sections[_category(source, shown)].append(_render_source(source, shown))
     lines = [f"#### Guards of the latest cache entry ({entry.compile_id}, {attempts} compile attempts)"]
@@ -83,12 +94,53 @@ def render_guards(entry: CacheEntry, attempts: int) -> str:
         if sections[name]:
             lines.append(f"**{name}**")
             lines.extend(sections[name])
-    if noise:
-        collapsed = ", ".join(f"{kind} {TIMES}{n}" if n > 1 else kind for kind, n in noise.most_common())
-        lines.append(f"\n_{sum(noise.values())} ambient-state / dynamic-marking guards collapsed: {collapsed}_")
+    collapsed = []
+    if structural:
+        collapsed.append(f"{structural} structural guards (types, identities, module internals, imports)")
+    if ambient:
+        kinds = ", ".join(f"{kind} {TIMES}{n}" if n > 1 else kind for kind, n in ambient.most_common())
+        collapsed.append(f"{sum(ambient.values())} ambient-state / dynamic-marking guards ({kinds})")
+    if collapsed:
+        lines.append("\n_Collapsed: " + "; ".join(collapsed) + "_")
     if entry.guards_omitted:
         lines.append(f"_{entry.guards_omitted} more guards not recorded_")
     return "\n".join(lines)
+
+
+def render_history(frame: Frame, recompiles: Sequence[Recompile]) -> list[str]:
+    """One numbered line per recompile: the failed guard of the previous entry, then the diff to the new entry."""
+    diffs: dict[str, EntryDiff] = {d.newer: d for d in frame_diffs(frame)}
+    lines: list[str] = []
+    for recompile in recompiles[:MAX_HISTORY]:
+        culprit = _culprit(recompile.failed_guards)
+        text = f"{recompile.compile_id}: "
+        if culprit is not None:
+            where = f" (line {culprit.line})" if culprit.line is not None else ""
+            text += f"`{readable_guard_text(culprit.text)}` failed{where}"
+        diff = diffs.get(recompile.compile_id)
+        if diff is not None and diff.changes:
+            text += " → " + "; ".join(change.render() for change in diff.changes)
+        lines.append(f"{len(lines) + 1}. {text}")
+    if len(recompiles) > MAX_HISTORY:
+        lines.append(f"\n_…and {len(recompiles) - MAX_HISTORY} more_")
+    return lines
+
+
+def _checks_a_value(guard: Guard, source: str) -> bool:
+    if _INTERNAL_SOURCE.search(source):
+        return False
+    if guard.kind == "LAMBDA_GUARD":  # shape relations (`2 <= x.size()[0]`) are values; `a is a` aliasing is not
+        return bool(_RELATION.search(readable_guard_text(guard.text)))
+    return guard.kind in VALUE_KINDS
+
+
+def _culprit(failed: Sequence[FailedGuard]) -> FailedGuard | None:
+    """The failure of the newest earlier entry: Dynamo repeats every older entry's reason on each recompile."""
+    return max(failed, key=lambda f: _compile_order(f.entry), default=None)
+
+
+def _compile_order(compile_id: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", compile_id)) or (-1,)
 
 
 def _category(source: str, guards: Sequence[Guard]) -> str:
@@ -116,12 +168,7 @@ def _render_source(source: str, guards: Sequence[Guard]) -> str:
     return f"- `{source}`: " + "; ".join(texts) + more
 
 
-def _failed_guards(seen: Observed) -> list[str]:
-    out = []
-    for recompile in seen.recompiles[:MAX_HISTORY]:
-        failed = recompile.failed_guards[-1] if recompile.failed_guards else None
-        if failed is None:
-            continue
-        where = f" (line {failed.line})" if failed.line is not None else ""
-        out.append(f"- {recompile.compile_id}: `{readable_guard_text(failed.text)}` failed{where}")
-    return out
+def _graph_break_line(line: int | None, gb_type: str | None, reason: str, gb_id: str | None, count: int) -> str:
+    where = f"line {line}" if line is not None else "unknown line"
+    title = gb_type or (reason.splitlines() or ["graph break"])[0]
+    return f"- {where}: {title}" + (f" ({gb_id})" if gb_id else "") + (f" {TIMES}{count}" if count > 1 else "")
