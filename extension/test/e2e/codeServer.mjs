@@ -52,7 +52,7 @@ export function writeUserSettings(dirs, settings) {
  * Starts code-server on 127.0.0.1 without authentication in its own process group; resolves once it answers
  * /healthz. `stop()` kills the whole group (the server, its extension host, the language server it spawned).
  */
-export async function startCodeServer(dirs, workspace, logFile) {
+export async function startCodeServer(dirs, workspace, logFile, { trusted = true } = {}) {
   const port = await freePort();
   const configFile = path.join(dirs.root, "config.yaml");
   writeFileSync(configFile, "");
@@ -65,7 +65,7 @@ export async function startCodeServer(dirs, workspace, logFile) {
     configFile,
     "--disable-telemetry",
     "--disable-update-check",
-    "--disable-workspace-trust",
+    ...(trusted ? ["--disable-workspace-trust"] : []),
     "--disable-getting-started-override",
     "--user-data-dir",
     dirs.userData,

@@ -49,83 +49,99 @@ function locate(text, pattern) {
 }
 
 const skip = process.env.DYNAMO_LENS_E2E_SKIP;
+if (!skip) {
+  rmSync(ARTIFACTS, { recursive: true, force: true });
+}
+const source = existsSync(path.join(ROOT, "examples", EXAMPLE))
+  ? readFileSync(path.join(ROOT, "examples", EXAMPLE), "utf8")
+  : "";
+const counter = () => locate(source, /^\s+(?<target>self\.steps) \+= 1\s*$/);
+const forward = () => locate(source, /^\s+def (?<target>forward)\(/);
+const compileSite = () => locate(source, /(?<target>torch\.compile)\(/);
+
+/**
+ * A fresh VS Code: its own user-data and extensions dirs with the .vsix installed, a copy of examples/ (plus the
+ * second fixture) as the workspace, code-server on a free port, and Chromium on it. `trusted: false` turns
+ * workspace trust on, so the folder opens behind VS Code's "Do you trust the authors?" prompt.
+ */
+async function openSession(name, { trusted }) {
+  assert.ok(existsSync(VSIX), `${VSIX} is missing: build it with \`make extension\` (npm run package)`);
+  assert.ok(existsSync(PYTHON), `${PYTHON} is missing: \`make\` creates the .venv with torch`);
+  const artifacts = path.join(ARTIFACTS, name);
+  rmSync(artifacts, { recursive: true, force: true });
+  mkdirSync(artifacts, { recursive: true });
+  const root = mkdtempSync(path.join(os.tmpdir(), "dynamo-lens-e2e-"));
+  const dirs = {
+    root,
+    userData: path.join(root, "user-data"),
+    extensions: path.join(root, "extensions"),
+    workspace: path.join(root, "workspace"),
+  };
+  cpSync(path.join(ROOT, "examples"), path.join(dirs.workspace, "examples"), { recursive: true });
+  cpSync(path.join(HERE, "fixtures", SECOND), path.join(dirs.workspace, "examples", SECOND));
+  installExtension(dirs, VSIX);
+  writeUserSettings(dirs, {
+    "dynamoLens.interpreter": PYTHON,
+    "dynamoLens.trace.server": "messages",
+    "security.workspace.trust.enabled": !trusted,
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": false,
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
+    "chat.disableAIFeatures": true,
+    "telemetry.telemetryLevel": "off",
+    "extensions.ignoreRecommendations": true,
+    "update.mode": "none",
+    "editor.inlayHints.enabled": "on",
+    "editor.codeLens": true,
+    "editor.minimap.enabled": false,
+    "editor.hover.delay": 200,
+    "files.autoSave": "off",
+  });
+  const server = await startCodeServer(dirs, dirs.workspace, path.join(artifacts, "code-server.log"), { trusted });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    args: CHROMIUM_ARGS,
+  });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.goto(`${server.url}/?folder=${encodeURIComponent(dirs.workspace)}`);
+  await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
+  let step = 0;
+  return {
+    page,
+    dirs,
+    async shot(label) {
+      step += 1;
+      await page.screenshot({ path: path.join(artifacts, `${String(step).padStart(2, "0")}-${label}.png`) });
+    },
+    async close() {
+      await browser.close();
+      server.stop();
+      const logs = path.join(dirs.userData, "logs");
+      for (const run of existsSync(logs) ? readdirSync(logs) : []) {
+        const log = path.join(logs, run, "exthost1", "dynamo-lens.dynamo-lens", "Dynamo Lens.log");
+        if (existsSync(log)) {
+          cpSync(log, path.join(artifacts, `dynamo-lens-${run}.log`));
+        }
+      }
+      rmSync(dirs.root, { recursive: true, force: true });
+    },
+  };
+}
 
 describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip ? `SKIPPED: ${skip}` : false }, () => {
-  let dirs;
-  let server;
-  let browser;
+  let session;
   let page;
-  let step = 0;
-  const source = existsSync(path.join(ROOT, "examples", EXAMPLE))
-    ? readFileSync(path.join(ROOT, "examples", EXAMPLE), "utf8")
-    : "";
-  const counter = () => locate(source, /^\s+(?<target>self\.steps) \+= 1\s*$/);
-  const forward = () => locate(source, /^\s+def (?<target>forward)\(/);
-  const compileSite = () => locate(source, /(?<target>torch\.compile)\(/);
-
-  const shot = async (name) => {
-    step += 1;
-    const file = path.join(ARTIFACTS, `${String(step).padStart(2, "0")}-${name}.png`);
-    await page.screenshot({ path: file });
-    return file;
-  };
+  let dirs;
+  const shot = (label) => session.shot(label);
 
   before(async () => {
-    assert.ok(existsSync(VSIX), `${VSIX} is missing: build it with \`make extension\` (npm run package)`);
-    assert.ok(existsSync(PYTHON), `${PYTHON} is missing: \`make\` creates the .venv with torch`);
-    rmSync(ARTIFACTS, { recursive: true, force: true });
-    mkdirSync(ARTIFACTS, { recursive: true });
-    const root = mkdtempSync(path.join(os.tmpdir(), "dynamo-lens-e2e-"));
-    dirs = {
-      root,
-      userData: path.join(root, "user-data"),
-      extensions: path.join(root, "extensions"),
-      workspace: path.join(root, "workspace"),
-    };
-    cpSync(path.join(ROOT, "examples"), path.join(dirs.workspace, "examples"), { recursive: true });
-    cpSync(path.join(HERE, "fixtures", SECOND), path.join(dirs.workspace, "examples", SECOND));
-    installExtension(dirs, VSIX);
-    writeUserSettings(dirs, {
-      "dynamoLens.interpreter": PYTHON,
-      "security.workspace.trust.enabled": false,
-      "workbench.startupEditor": "none",
-      "workbench.tips.enabled": false,
-      "workbench.secondarySideBar.defaultVisibility": "hidden",
-      "chat.disableAIFeatures": true,
-      "telemetry.telemetryLevel": "off",
-      "extensions.ignoreRecommendations": true,
-      "update.mode": "none",
-      "editor.inlayHints.enabled": "on",
-      "editor.codeLens": true,
-      "editor.minimap.enabled": false,
-      "editor.hover.delay": 200,
-      "files.autoSave": "off",
-      "dynamoLens.trace.server": "messages",
-    });
-    server = await startCodeServer(dirs, dirs.workspace, path.join(ARTIFACTS, "code-server.log"));
-    browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-      args: CHROMIUM_ARGS,
-    });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    await page.goto(`${server.url}/?folder=${encodeURIComponent(dirs.workspace)}`);
-    await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
+    session = await openSession("trusted", { trusted: true });
+    ({ page, dirs } = session);
     await page.locator(".explorer-folders-view").waitFor({ timeout: 90_000 });
   });
 
   after(async () => {
-    await browser?.close();
-    server?.stop();
-    if (dirs) {
-      const logs = path.join(dirs.userData, "logs");
-      for (const session of existsSync(logs) ? readdirSync(logs) : []) {
-        const log = path.join(logs, session, "exthost1", "dynamo-lens.dynamo-lens", "Dynamo Lens.log");
-        if (existsSync(log)) {
-          cpSync(log, path.join(ARTIFACTS, `dynamo-lens-${session}.log`));
-        }
-      }
-      rmSync(dirs.root, { recursive: true, force: true });
-    }
+    await session?.close();
   });
 
   it("shows the DL101 squiggle and Problems entry at the counter's line", { timeout: 120_000 }, async () => {
@@ -315,4 +331,67 @@ describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip 
     assert.ok(welcome, "the Compiled Frames view still shows the run");
     assert.equal(await page.locator(".statusbar-item", { hasText: "recompile" }).count(), 0);
   });
+});
+
+describe("Dynamo Lens in an untrusted workspace", { skip: skip ? `SKIPPED: ${skip}` : false }, () => {
+  let session;
+  let page;
+  const shot = (label) => session.shot(label);
+
+  before(async () => {
+    session = await openSession("untrusted", { trusted: false });
+    ({ page } = session);
+  });
+
+  after(async () => {
+    await session?.close();
+  });
+
+  it(
+    "in Restricted Mode keeps the static scan, refuses runs with an explanation, and runs once trusted",
+    { timeout: RUN_TIMEOUT_MS },
+    async () => {
+      // code-server opens a folder it was not told to trust in Restricted Mode.
+      await page.locator(".statusbar-item", { hasText: "Restricted Mode" }).first().waitFor({ timeout: 60_000 });
+      await page.locator(".explorer-folders-view").waitFor({ timeout: 30_000 });
+      await openFile(page, EXAMPLE);
+      const { text } = counter();
+      const squiggle = await poll(
+        async () => (await squiggles(page)).find((s) => s.line?.trim() === text.trim()),
+        60_000,
+      );
+      await shot("untrusted-static");
+      assert.ok(squiggle, "no static squiggle in the untrusted workspace");
+      const staticOnly = await problemsText(page);
+      assert.match(staticOnly, /DL101/);
+      await hidePanel(page);
+
+      await runCommand(page, "Dynamo Lens: Run Current File");
+      const toast = page.locator(".notification-toast", { hasText: "untrusted workspace" }).first();
+      const explained = await toast
+        .waitFor({ timeout: 15_000 })
+        .then(() => true)
+        .catch(() => false);
+      await shot("untrusted-run-refused");
+      assert.ok(explained, "running in an untrusted workspace showed no explanation");
+
+      await toast.locator("a.monaco-button, .monaco-button", { hasText: "Manage Workspace Trust" }).first().click();
+      const trust = page.locator(".workspace-trust-editor .monaco-button", { hasText: /^Trust/ }).first();
+      await trust.waitFor({ timeout: 15_000 });
+      await shot("trust-editor");
+      await trust.click();
+      await runCommand(page, "View: Close Editor");
+      await openFile(page, EXAMPLE);
+      await page.waitForTimeout(2000); // the extension restarts its server when trust is granted
+      await runCommand(page, "Dynamo Lens: Run Current File");
+      const problems = await poll(
+        async () => /DL50[12]/.test(await problemsText(page)),
+        RUN_TIMEOUT_MS - 90_000,
+        2_000,
+      );
+      await shot("trusted-run");
+      assert.doesNotMatch(staticOnly, /DL50[123]/, "runtime findings appeared before any run");
+      assert.ok(problems, `no runtime findings after trusting the workspace:\n${await problemsText(page)}`);
+    },
+  );
 });
