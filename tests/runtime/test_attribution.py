@@ -272,6 +272,17 @@ def test_a_limit_hit_without_its_frame_is_placed_from_dynamos_function_text(coun
     assert finding.message.startswith("recompile_limit (8) hit for 'forward' (")
 
 
+def test_each_limit_hit_counts_its_own_eager_calls(counter_file: str) -> None:
+    report = _counter_report(counter_file)
+    hit = replace(report.limit_hits[0], eager_calls=3)
+    other = replace(hit, limit="accumulated_recompile_limit", value=256, eager_calls=None)
+    findings = findings_from_report(replace(report, limit_hits=(hit, other)))
+    limits = [f.message for f in findings if f.code == "DL502"]
+    assert len(limits) == 2
+    assert "(3 such calls in this run)" in limits[0]
+    assert "such call" not in limits[1]  # two hits share the run's total: it is not this hit's
+
+
 def test_tensor_failures_are_blamed_on_the_triggering_call(tmp_path: Path) -> None:
     script = tmp_path / "shapes.py"
     script.write_text(

@@ -356,8 +356,11 @@ def _limit_hit(report: RunReport, hit: LimitHit, frame: Frame | None, lines: _So
         if entries
         else "; calls that match no cache entry run eagerly from here on"
     )
-    eager = report.summary.eager_fallback_calls
-    if eager and len(report.limit_hits) == 1:
+    # Per hit when the shim could count the misses at the limit's call site; else the run's total if it is this hit's.
+    eager = hit.eager_calls
+    if eager is None and len(report.limit_hits) == 1:
+        eager = report.summary.eager_fallback_calls
+    if eager:
         message += f" ({eager} such call{'s' if eager != 1 else ''} in this run)"
     data: dict[str, object] = {"limit": hit.limit, "value": hit.value, "last_reason": hit.last_reason}
     if frame is not None:
