@@ -10,7 +10,10 @@ Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATC
 (`backend="eager"`, 12 calls, a new value each call):
 
 * `int` or `float` argument used in arithmetic: one recompile, then automatic dynamic turns it into a symbolic value
-  (2 compiles in all). Reported at `info`: one extra compile.
+  (2 compiles in all). An int used as a size behaved the same (`torch.zeros(n)`, `x[:n]`, `x.repeat(n, 1)`: 2
+  compiles for 12 values); `x.reshape(n, -1)` added divisibility guards (5 compiles for 10 powers of two). Reported
+  at `info`.
+* an argument the compiled function never reads is not guarded (1 compile): not reported.
 * the same with `dynamic=False` at the compile site: one compile per value, 8 compiles then `recompile_limit` (8) →
   eager. Reported at the rule's default severity (warning).
 * an int that decides Python control flow stays specialised: `for _ in range(n)` in the compiled function compiled
