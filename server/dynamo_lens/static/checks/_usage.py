@@ -27,6 +27,7 @@ RESETS = frozenset({"torch._dynamo.reset", "torch.compiler.reset", "torch._dynam
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 Loop = ast.For | ast.AsyncFor | ast.While
 Kind = Literal["int", "float", "str"]
+CONVERSIONS: dict[str, Kind] = {"int": "int", "float": "float", "str": "str"}
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
 
@@ -339,7 +340,8 @@ def _submodule_owners(table: Usage, at: NodeAt, name: str) -> Iterator[ast.expr]
     line = position(at.node)[0]
     for statement in table.ctx.nodes(ast.Expr, ast.Assign, ast.AugAssign):
         node = statement.node
-        if not (node.lineno <= line <= (node.end_lineno or node.lineno)):  # type: ignore[attr-defined]
+        assert isinstance(node, ast.stmt)
+        if not (node.lineno <= line <= (node.end_lineno or node.lineno)):
             continue
         for inner in ast.walk(node):
             if isinstance(inner, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
@@ -406,9 +408,8 @@ def scalar_kind(expr: ast.expr, counters: dict[str, Kind]) -> Kind | None:
         return "int"
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and len(expr.args) == 1:
         inner = scalar_kind(expr.args[0], counters)
-        if inner is not None and expr.func.id in ("int", "float", "str"):
-            kind: Kind = expr.func.id  # type: ignore[assignment]
-            return kind
+        if inner is not None:
+            return CONVERSIONS.get(expr.func.id)
     return None
 
 

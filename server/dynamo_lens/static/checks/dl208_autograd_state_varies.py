@@ -9,7 +9,7 @@ from dynamo_lens.model import Related
 from dynamo_lens.rules.dl208_autograd_state_varies import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.checks._usage import HandleCall, UsageCandidate, judge_usage, position, scope_key, usage
-from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.summary import CompileSite
 
 GRAD = "grad enabled"
@@ -32,7 +32,7 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
     table = usage(ctx)
     if not table.calls:
         return
-    withs = [at for at in ctx.nodes(ast.With, ast.AsyncWith)]
+    withs = list(ctx.nodes(ast.With, ast.AsyncWith))
     functions = {
         scope_key(at.scope) + ("." if scope_key(at.scope) else "") + node.name: node
         for at in ctx.nodes(ast.FunctionDef, ast.AsyncFunctionDef)
@@ -71,7 +71,7 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
 def _mode(
     ctx: FileContext,
     handle_call: HandleCall,
-    withs: list,  # type: ignore[type-arg]
+    withs: list[NodeAt],
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
 ) -> tuple[str, ast.AST | None]:
     """The grad mode the call runs under (innermost ``with`` of its function, else the function's decorator)."""
@@ -80,6 +80,7 @@ def _mode(
     best: tuple[tuple[int, int], str, ast.AST] | None = None
     for at in withs:
         node = at.node
+        assert isinstance(node, ast.With | ast.AsyncWith)
         if scope_key(at.scope) != key or not (node.body[0].lineno <= here[0] <= (node.end_lineno or node.lineno)):
             continue
         for item in node.items:
