@@ -68,7 +68,8 @@ class StateEvent:
     """One access to ``self.<attr>`` inside a method body, in evaluation order.
 
     * ``read``: the attribute is loaded. ``write``: ``self.x = value`` (``value_kind`` says what the value looks
-      like; ``detail`` is ``"self"`` when the value reads the attribute itself, ``"const"`` for a literal, ``"del"``
+      like; ``detail`` is ``"concat"`` for ``self.x + ...``, ``"self"`` when the value otherwise reads the attribute
+      itself, ``"const"`` for a literal, ``"del"``
       for ``del self.x``). ``aug``: ``self.x op= value`` (a read and a write).
     * ``mutate``: a container mutation that reads the attribute: ``detail`` is the method (``append``) or
       ``setitem:const``/``setitem:var``/``delitem``. ``inplace``: an in-place tensor method (``add_``).

@@ -411,7 +411,7 @@ class Walker:
             name = _constant_str(node.args[1]) if len(node.args) > 1 else None
             if func.id == "setattr" and len(node.args) == 3:
                 if name is not None:
-                    self._write(name, node, node.args[2], len(function.events))
+                    self._write(name, node, node.args[2])
                 elif _mentions(node.args[1], function.scope.params):
                     self._event("setattr", "", node, text=self.ctx.source(node.args[1]))
             elif func.id == "delattr" and name is not None:
@@ -431,8 +431,6 @@ class Walker:
     # -- assignments ---------------------------------------------------------------------------------------------
     def _assign(self, node: ast.Assign) -> None:
         value = node.value
-        function = self.function
-        mark = len(function.events) if function is not None else 0
         self.visit(value)
         names = tuple(t.id for t in node.targets if isinstance(t, ast.Name))
         if names and isinstance(value, ast.Call | ast.Name | ast.Attribute):
@@ -442,14 +440,12 @@ class Walker:
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
                 self.instances.extend((self.scope, name, value.func, node) for name in names)
         for target in node.targets:
-            self._store(target, value, node, mark)
+            self._store(target, value, node)
 
     def _ann_assign(self, node: ast.AnnAssign) -> None:
-        function = self.function
-        mark = len(function.events) if function is not None else 0
         if node.value is not None:
             self.visit(node.value)
-            self._store(node.target, node.value, node, mark)
+            self._store(node.target, node.value, node)
 
     def _aug_assign(self, node: ast.AugAssign) -> None:
         self.visit(node.value)
@@ -482,17 +478,17 @@ class Walker:
             else:
                 self.visit(target)
 
-    def _store(self, target: ast.AST, value: ast.AST | None, statement: ast.AST, mark: int) -> None:
+    def _store(self, target: ast.AST, value: ast.AST | None, statement: ast.AST) -> None:
         attr = self._self_attr(target)
         if attr is not None:
-            self._write(attr, target, value, mark, statement)
+            self._write(attr, target, value, statement)
             return
         if isinstance(target, ast.Tuple | ast.List):
             for element in target.elts:
-                self._store(element, None, statement, mark)
+                self._store(element, None, statement)
             return
         if isinstance(target, ast.Starred):
-            self._store(target.value, None, statement, mark)
+            self._store(target.value, None, statement)
             return
         if isinstance(target, ast.Subscript):
             owner = self._self_attr(target.value)
@@ -502,7 +498,7 @@ class Walker:
                 if owner == "__dict__":  # self.__dict__[k] = v
                     function = self.function
                     if key is not None:
-                        self._write(key, target, value, mark, statement)
+                        self._write(key, target, value, statement)
                     elif function is not None and _mentions(target.slice, function.scope.params):
                         self._event("setattr", "", target, text=self.ctx.source(target.slice))
                 else:
@@ -510,16 +506,16 @@ class Walker:
                 return
         self.visit(target)
 
-    def _write(
-        self, attr: str, target: ast.AST, value: ast.AST | None, mark: int, statement: ast.AST | None = None
-    ) -> None:
+    def _write(self, attr: str, target: ast.AST, value: ast.AST | None, statement: ast.AST | None = None) -> None:
         function = self.function
         if function is None:
             return
         kind = _classify(value, self.ctx) if value is not None else "unknown"
         detail = ""
-        if value is not None:
-            if any(e.attr == attr and e.kind in ("read", "call") for e in function.events[mark:]):
+        if value is not None and function.self_name is not None:
+            if _is_concatenation(value, function.self_name, attr):
+                detail = "concat"
+            elif _reads_attribute(value, function.self_name, attr):
                 detail = "self"
             elif _is_literal(value):
                 detail = "const"
@@ -723,6 +719,42 @@ def _constructed(value: ast.AST | None) -> list[ast.expr]:
         elif isinstance(node, ast.Starred):
             pending.append(node.value)
     return found
+
+
+def _is_self_attribute(node: ast.AST, self_name: str, attr: str) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == attr
+        and isinstance(node.value, ast.Name)
+        and node.value.id == self_name
+    )
+
+
+def _reads_attribute(value: ast.AST, self_name: str, attr: str) -> bool:
+    """``value`` reads ``self.<attr>`` (``self.n + 1``, ``torch.cat([self.mem, x])``, ``getattr(self, "n", 0)``)."""
+    for node in ast.walk(value):
+        if _is_self_attribute(node, self_name, attr):
+            return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and len(node.args) > 1
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == self_name
+            and _constant_str(node.args[1]) == attr
+        ):
+            return True
+    return False
+
+
+def _is_concatenation(value: ast.AST, self_name: str, attr: str) -> bool:
+    """``self.<attr> + ...`` or ``... + self.<attr>``: the value extends the attribute (a list or a number)."""
+    return (
+        isinstance(value, ast.BinOp)
+        and isinstance(value.op, ast.Add)
+        and (_is_self_attribute(value.left, self_name, attr) or _is_self_attribute(value.right, self_name, attr))
+    )
 
 
 def _may_alias(value: ast.AST, ctx: FileContext) -> bool:

@@ -63,7 +63,7 @@ def _finding(
     operator = AUG_OPERATORS.get(event.detail, "=") if event.kind == "aug" else "="
     what = f"`{name} {operator} {event.text or '…'}`"
     place = f"`{change.method}`" + (f" (called from `{flow.entry}`)" if change.method != flow.entry else "")
-    unbounded = any(a.event.kind == "aug" or a.event.detail in ("self", "") for a in changes)
+    unbounded = any(a.event.kind == "aug" or a.event.detail in ("concat", "self", "") for a in changes)
     severity: Severity | None = None
     if kind in ("int", "str") and unbounded:
         dynamic = "strings are never made dynamic" if kind == "str" else "int module attributes are never made dynamic"

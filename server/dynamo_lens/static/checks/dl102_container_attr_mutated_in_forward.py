@@ -69,7 +69,7 @@ def _grows(access: Access, kind: str) -> bool:
     if event.kind == "aug":
         return kind == "list"  # self.log += [x]
     if event.kind == "write":
-        return event.detail == "self" and event.value_kind in ("list", "unknown")  # self.log = self.log + [x]
+        return event.detail == "concat"  # self.log = self.log + [x]
     return False
 
 

@@ -54,7 +54,7 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Finding | 
     kinds = {a.event.value_kind for a in writes}
     # A number or string computed from its previous value (`getattr(self, "n", 0) + 1`) changes every call.
     counter = kinds <= {"int", "str", "unknown"} and any(
-        a.event.kind == "aug" or a.event.detail == "self" for a in writes
+        a.event.kind == "aug" or a.event.detail in ("concat", "self") for a in writes
     )
     if counter:
         cost = (
