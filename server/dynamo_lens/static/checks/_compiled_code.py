@@ -85,9 +85,6 @@ class FunctionBody:
             self._tensors = TensorInference(self.node, self.statements, ctx.resolve)
         return self._tensors
 
-    def declares(self, kind: type[ast.Global | ast.Nonlocal], name: str) -> bool:
-        return any(isinstance(s, kind) and name in s.names for s in self.statements)
-
     def expressions(
         self, mentions: Callable[[str], bool], skip: tuple[type[ast.stmt], ...] = ()
     ) -> Iterator[tuple[ast.stmt, ast.AST]]:
