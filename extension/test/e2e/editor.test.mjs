@@ -34,6 +34,8 @@ const EXAMPLE = "recompiling_counter.py";
 /** A second file (fixtures/), opened once the server runs, to time how soon a newly opened file shows diagnostics. */
 const SECOND = "second_counter.py";
 const OPEN_TO_DIAGNOSTICS_BUDGET_MS = 1000;
+/** A pytest file (fixtures/) for "Run Test Under Cursor". */
+const TEST_FILE = "test_compiled_counter.py";
 const RUN_TIMEOUT_MS = 240_000;
 
 /**
@@ -79,6 +81,7 @@ async function openSession(name, { trusted }) {
   };
   cpSync(path.join(ROOT, "examples"), path.join(dirs.workspace, "examples"), { recursive: true });
   cpSync(path.join(HERE, "fixtures", SECOND), path.join(dirs.workspace, "examples", SECOND));
+  cpSync(path.join(HERE, "fixtures", TEST_FILE), path.join(dirs.workspace, "tests", TEST_FILE));
   installExtension(dirs, VSIX);
   writeUserSettings(dirs, {
     "dynamoLens.interpreter": PYTHON,
@@ -330,6 +333,27 @@ describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip 
     assert.ok(cleared, `runtime findings are still in Problems:\n${await problemsText(page)}`);
     assert.ok(welcome, "the Compiled Frames view still shows the run");
     assert.equal(await page.locator(".statusbar-item", { hasText: "recompile" }).count(), 0);
+  });
+
+  it("runs the pytest test under the cursor and attributes its recompile", { timeout: RUN_TIMEOUT_MS }, async () => {
+    await hidePanel(page);
+    await openFile(page, TEST_FILE);
+    const testSource = readFileSync(path.join(HERE, "fixtures", TEST_FILE), "utf8");
+    const inside = locate(testSource, /^\s+(?<target>compiled)\(x\)/);
+    const culprit = locate(testSource, /^\s+(?<target>self\.calls) \+= 1/);
+    await goTo(page, inside.line, inside.column);
+    await runCommand(page, "Dynamo Lens: Run Test Under Cursor");
+    const row = await poll(
+      async () =>
+        (await problemsText(page)).split("\n").find((r) => r.includes("DL501") && r.includes(`[Ln ${culprit.line},`)),
+      RUN_TIMEOUT_MS - 60_000,
+      2_000,
+    );
+    await shot("run-test");
+    assert.ok(
+      row,
+      `no DL501 at line ${culprit.line} of ${TEST_FILE} after running the test:\n${await problemsText(page)}`,
+    );
   });
 });
 

@@ -1,11 +1,13 @@
 import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { EventEmitter, installedExtensions, Uri } from "./vscode";
 import {
   chooseInterpreter,
   interpreterFromPythonExtension,
   isSupportedPython,
+  onPythonExtensionInterpreterChange,
   parsePythonVersion,
   probePython,
 } from "../../src/python";
@@ -31,6 +33,65 @@ describe("chooseInterpreter", () => {
 
   it("asks the Python extension only when it is installed (here it is not)", async () => {
     await expect(interpreterFromPythonExtension()).resolves.toBeUndefined();
+  });
+});
+
+describe("the Python extension's API", () => {
+  afterEach(() => installedExtensions.clear());
+
+  /** A Python extension whose selected environment is `selected`, activated on first use. */
+  function installPythonExtension(selected: string | undefined) {
+    const changed = new EventEmitter<unknown>();
+    const asked: unknown[] = [];
+    const api = {
+      environments: {
+        getActiveEnvironmentPath: (resource?: unknown) => {
+          asked.push(resource);
+          return { id: "env", path: selected ?? "" };
+        },
+        resolveEnvironment: async () => (selected ? { executable: { uri: Uri.file(selected) } } : undefined),
+        onDidChangeActiveEnvironmentPath: changed.event,
+      },
+    };
+    const extension = {
+      isActive: false,
+      exports: undefined as unknown,
+      activate: async () => {
+        extension.isActive = true;
+        extension.exports = api;
+        return api;
+      },
+    };
+    installedExtensions.set("ms-python.python", extension);
+    return { changed, asked, extension };
+  }
+
+  it("activates the extension and returns the executable selected for the resource", async () => {
+    const { asked, extension } = installPythonExtension("/envs/torch/bin/python");
+    const folder = Uri.file("/ws");
+    await expect(interpreterFromPythonExtension(folder as never)).resolves.toBe("/envs/torch/bin/python");
+    expect(extension.isActive).toBe(true);
+    expect(asked).toEqual([folder]);
+  });
+
+  it("is undefined when the extension cannot resolve the environment", async () => {
+    installPythonExtension(undefined);
+    await expect(interpreterFromPythonExtension()).resolves.toBeUndefined();
+  });
+
+  it("calls back when the user selects another interpreter", async () => {
+    const { changed } = installPythonExtension("/envs/a/bin/python");
+    let calls = 0;
+    const subscription = await onPythonExtensionInterpreterChange(() => calls++);
+    changed.fire({ id: "b", path: "/envs/b/bin/python" });
+    expect(calls).toBe(1);
+    subscription?.dispose();
+    changed.fire({ id: "c", path: "/envs/c/bin/python" });
+    expect(calls).toBe(1);
+  });
+
+  it("gives no subscription without the extension", async () => {
+    await expect(onPythonExtensionInterpreterChange(() => undefined)).resolves.toBeUndefined();
   });
 });
 

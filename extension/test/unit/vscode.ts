@@ -5,6 +5,12 @@
 
 export const calls: { statusItems: FakeStatusBarItem[] } = { statusItems: [] };
 
+/** What `extensions.getExtension(id)` finds; tests put a fake Python extension here. */
+export const installedExtensions = new Map<
+  string,
+  { isActive: boolean; exports: unknown; activate(): Promise<unknown> }
+>();
+
 export class ThemeColor {
   constructor(readonly id: string) {}
 }
@@ -120,9 +126,9 @@ export const workspace = {
   getWorkspaceFolder: (): undefined => undefined,
 };
 
-/** `extensions.getExtension` finds nothing: the Python extension is not installed in unit tests. */
+/** `extensions.getExtension` finds only what a test installed in {@link installedExtensions}. */
 export const extensions = {
-  getExtension: (): undefined => undefined,
+  getExtension: (id: string) => installedExtensions.get(id),
 };
 
 export const commands = {};
