@@ -90,6 +90,7 @@ CASES = (
     Case("DL204_global_float_alias.py", "DL204", Expect.RECOMPILE, 2),
     Case("DL204_member_namespace_int.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL204_member_dict_float.py", "DL204", Expect.RECOMPILE, 2),
+    Case("DL204_module_attribute/train.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL204_ok_member_set_once.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_constant_global.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_tensor_rebound.py", "DL204", Expect.QUIET, 1),
