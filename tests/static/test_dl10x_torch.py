@@ -50,6 +50,7 @@ CASES = (
     Case("DL101_run_counter.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_bool_toggle.py", "DL101", 2, severity="info"),
     Case("DL101_run_float_decay.py", "DL101", 2, severity="info"),
+    Case("DL101_run_plain_object.py", "DL101", 2, severity="info"),
     Case("DL101_ok_run_write_first.py", "DL101", 1),
     Case("DL102_run_append.py", "DL102", LIMIT, limit_hit=True, severity="warning"),
     Case("DL102_run_stats_key.py", "DL102", 2, severity="info"),

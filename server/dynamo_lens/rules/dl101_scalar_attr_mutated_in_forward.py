@@ -20,6 +20,10 @@ guard fails and the frame is compiled again.
 
 The guard that fails points at the *read* of the attribute; the write is what makes the value change.
 
+Only `nn.Module` int attributes stay static: on a plain Python object whose method is compiled
+(`@torch.compile def step(self, ...)`), an int attribute is made dynamic after one recompile (measured: two
+compiles), so that case is reported as `info`.
+
 ## Example
 ```python
 class Model(nn.Module):

@@ -352,7 +352,11 @@ class WorkspaceIndex:
             return []
         if target.kind == "self_attr":
             owner = self.resolve_class(path, ref)
-            sub = self.submodule_class(owner, target.member) if owner is not None else None
+            if owner is None:
+                return []
+            if self.find_method(owner, target.member) is not None:  # torch.compile(self.forward)
+                return [("method", owner, target.member)]
+            sub = self.submodule_class(owner, target.member)
             return [("method", sub, "forward")] if sub is not None else []
         if target.kind == "method":
             key = self.resolve_class(path, ref)

@@ -65,7 +65,14 @@ def _finding(
     place = f"`{change.method}`" + (f" (called from `{flow.entry}`)" if change.method != flow.entry else "")
     unbounded = any(a.event.kind == "aug" or a.event.detail in ("concat", "self", "") for a in changes)
     severity: Severity | None = None
-    if kind in ("int", "str") and unbounded:
+    module = index.is_module_class(flow.cls)
+    if kind == "int" and unbounded and not module:
+        severity = Severity.INFO
+        cost = (
+            f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH), recompiles once and then treats the int "
+            "as dynamic (automatic dynamic; only nn.Module int attributes stay static): one extra compile"
+        )
+    elif kind in ("int", "str") and unbounded:
         dynamic = "strings are never made dynamic" if kind == "str" else "int module attributes are never made dynamic"
         cost = (
             f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) at the read, so each new value recompiles "
@@ -88,7 +95,7 @@ def _finding(
     message = f"{what} in {place} changes the {kind} attribute `{name}` that the next call reads: {cost}"
     sites = sites_of(index, [change, *attr.carried_reads])
     related = (*init_related(attr), *read_related(attr, event.span))
-    fixes = _fixes(index, attr, kind, changes) if kind == "int" and unbounded else ()
+    fixes = _fixes(index, attr, kind, changes) if kind == "int" and unbounded and module else ()
     return index.finding(
         RULE,
         event.span,
