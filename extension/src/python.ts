@@ -58,8 +58,13 @@ export async function interpreterFromPythonExtension(resource?: Uri): Promise<st
   if (!environments) {
     return undefined;
   }
-  const resolved = await environments.resolveEnvironment(environments.getActiveEnvironmentPath(resource));
-  return resolved?.executable.uri?.fsPath;
+  try {
+    const resolved = await environments.resolveEnvironment(environments.getActiveEnvironmentPath(resource));
+    return resolved?.executable.uri?.fsPath;
+  } catch (error) {
+    logger.warn(`The Python extension could not resolve the selected environment: ${String(error)}`);
+    return undefined;
+  }
 }
 
 /** Calls `listener` whenever the user selects another interpreter in the Python extension (no-op without it). */

@@ -15,6 +15,17 @@ import { chooseInterpreter, interpreterFromPythonExtension, probePython, type In
 import { readSettings, toServerSettings, type ServerSettings } from "./settings";
 import * as api from "./vscodeapi";
 
+/** Setting problems already reported: each is logged and shown once, not on every configuration request. */
+const reportedProblems = new Set<string>();
+
+function reportProblems(problems: readonly string[]): void {
+  for (const problem of problems.filter((p) => !reportedProblems.has(p))) {
+    reportedProblems.add(problem);
+    logger.warn(problem);
+    void api.showWarningMessage(`${DISPLAY_NAME}: ${problem}`);
+  }
+}
+
 /** Settings for a scope (a folder or file URI, or the window), resolved the way the server must see them. */
 function serverSettings(interpreter: Interpreter, scopeUri?: string): ServerSettings {
   const scope = scopeUri ? api.parseUri(scopeUri) : api.getWorkspaceFolders()[0]?.uri;
@@ -22,7 +33,7 @@ function serverSettings(interpreter: Interpreter, scopeUri?: string): ServerSett
   const { settings, problems } = readSettings(api.getConfiguration(CONFIG_SECTION, scope), {
     workspaceFolder: (folder ?? api.getWorkspaceFolders()[0])?.uri.fsPath,
   });
-  problems.forEach((problem) => logger.warn(problem));
+  reportProblems(problems);
   return toServerSettings(settings, interpreter.path, api.isWorkspaceTrusted());
 }
 

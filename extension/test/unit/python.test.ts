@@ -79,6 +79,15 @@ describe("the Python extension's API", () => {
     await expect(interpreterFromPythonExtension()).resolves.toBeUndefined();
   });
 
+  it("is undefined, not an error, when the extension's API throws", async () => {
+    const { extension } = installPythonExtension("/envs/a/bin/python");
+    await extension.activate();
+    (
+      extension.exports as { environments: { resolveEnvironment: () => Promise<never> } }
+    ).environments.resolveEnvironment = () => Promise.reject(new Error("environment vanished"));
+    await expect(interpreterFromPythonExtension()).resolves.toBeUndefined();
+  });
+
   it("calls back when the user selects another interpreter", async () => {
     const { changed } = installPythonExtension("/envs/a/bin/python");
     let calls = 0;
