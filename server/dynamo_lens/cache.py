@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -21,6 +22,8 @@ from pathlib import Path
 import dynamo_lens
 
 CACHE_DIR_NAME = "dynamo-lens"
+KEEP_NAMESPACES = 3
+"""How many package builds keep their cache entries (the current one included)."""
 
 
 def user_cache_root() -> Path:
@@ -39,8 +42,15 @@ class AnalysisCache:
 
     @classmethod
     def in_root(cls, root: Path | None = None) -> AnalysisCache:
-        """The cache for this build of the package under ``root`` (default: :func:`user_cache_root`)."""
-        return cls((root if root is not None else user_cache_root()) / _namespace())
+        """The cache for this build of the package under ``root`` (default: :func:`user_cache_root`).
+
+        Marks this build's namespace as used now and deletes all but the most recently used
+        :data:`KEEP_NAMESPACES` (every upgrade, or every edit of a development checkout, starts a new one).
+        """
+        root = root if root is not None else user_cache_root()
+        cache = cls(root / _namespace())
+        _prune_namespaces(root, cache.directory)
+        return cache
 
     def key(self, path: str, data: bytes) -> str:
         """The entry name for ``path`` holding ``data`` (the path matters: results carry it in their spans)."""
@@ -92,6 +102,18 @@ class AnalysisCache:
 
     def _entry(self, key: str) -> Path:
         return self.directory / key[:2] / key[2:]
+
+
+def _prune_namespaces(root: Path, current: Path) -> None:
+    try:
+        current.mkdir(parents=True, exist_ok=True)
+        os.utime(current)
+        others = [d for d in root.iterdir() if d.is_dir() and d.name.startswith("v") and d != current]
+        others.sort(key=lambda d: d.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for stale in others[KEEP_NAMESPACES - 1 :]:
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 @cache

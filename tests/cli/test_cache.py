@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,15 @@ def test_unwritable_cache_is_ignored(tmp_path: Path) -> None:
     cache = AnalysisCache(blocker / "ns")
     cache.store("abcdef", 1)  # must not raise
     assert cache.load("abcdef") is None
+
+
+def test_only_recent_namespaces_are_kept(tmp_path: Path) -> None:
+    for age in range(5):
+        old = tmp_path / f"v0.0.{age}-old"
+        (old / "ab").mkdir(parents=True)
+        (old / "ab" / "entry").write_bytes(b"x")
+        os.utime(old, (1_000_000 - age, 1_000_000 - age))
+    (tmp_path / "not-a-namespace").mkdir()
+    cache = AnalysisCache.in_root(tmp_path)
+    kept = sorted(d.name for d in tmp_path.iterdir())
+    assert kept == sorted([cache.directory.name, "v0.0.0-old", "v0.0.1-old", "not-a-namespace"])
