@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import jsonschema
 import pytest
 
 from dynamo_lens.cli import main
-from dynamo_lens.cli.run_command import budget_problems, exit_code, parse_target
+from dynamo_lens.cli.run_command import budget_problems, exit_code, parse_target, render_text
+from dynamo_lens.runtime.report import CacheEntry, FailedGuard, Frame, FrameRef, Guard, LimitHit, Recompile, RunReport
 from dynamo_lens.runtime.runner import RunOutcome, Target
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,6 +78,52 @@ def test_exit_code_is_the_scripts_unless_a_clean_run_exceeded_a_budget(
     code: int | None, exceeded: bool, expected: int
 ) -> None:
     assert exit_code(_outcome(code), exceeded=exceeded) == expected
+
+
+def test_summary_table_culprits_and_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = str(tmp_path / "model.py")
+    (tmp_path / "model.py").write_text("def forward(self, x):\n    self.steps += 1\n    return x\n\nm(x)\n")
+    ref = FrameRef("forward", model, 1, 0, 0)
+    steps = Guard("EQUALS_MATCH", "self.steps == 0", "L['self'].steps", model, 2)
+    entries = (
+        CacheEntry("0/0", "ok", 0.25, guards=(steps,)),
+        CacheEntry("0/1", "ok", 0.5, guards=(replace(steps, text="self.steps == 1"),)),
+        CacheEntry("0/2", "ok", 0.25),
+    )
+    failed_steps = FailedGuard("0/0", "self.steps == 0", "EQUALS_MATCH", "L['self'].steps", model, 2, "guard")
+    failed_shape = FailedGuard(
+        "0/1", "tensor 'x' size mismatch at index 0. expected 2, actual 3", "TENSOR_MATCH", "L['x']", model, 5, "call"
+    )
+    report = RunReport(
+        torch_version="2.13.0+cpu",
+        python="3.11",
+        argv=("model.py",),
+        exit_code=0,
+        complete=False,
+        frames=(
+            Frame("forward", model, 1, 0, 0, False, entries),
+            Frame("helper", model, 4, 1, 0, False, (CacheEntry("1/0", "skipped"),)),
+        ),
+        recompiles=(Recompile("0/1", ref, (failed_steps,)), Recompile("0/2", ref, (failed_shape, failed_steps))),
+        limit_hits=(LimitHit("recompile_limit", 8, "", ref),),
+    )
+    outcome = _outcome(0, report=report, notes=("not collected: x",), report_path=tmp_path / "r.json")
+    text = render_text(outcome, Target(script="model.py"), [], ["budget exceeded: 2 recompiles > --max-recompiles 1"])
+    assert text.splitlines() == [
+        "",
+        "dynamo-lens: ran model.py in 1.0 s (exit 0, torch 2.13.0+cpu)",
+        "compiled frame       compiles  recompiles  graph breaks  limit  compile s",
+        "forward  model.py:1         3           2             0    hit       1.00",
+        "    recompile culprit: `self.steps == 0` (EQUALS_MATCH), guard installed at model.py:2",
+        "    recompile culprit: `tensor 'x' size mismatch at index 0. expected 2, actual 3` (TENSOR_MATCH), "
+        "triggered by the call at model.py:5",
+        "1 frame skipped by Dynamo (nothing to compile)",
+        "the report is partial: the run was stopped before the shim could finish it",
+        "note: not collected: x",
+        "budget exceeded: 2 recompiles > --max-recompiles 1",
+        "report: r.json",
+    ]
 
 
 def test_budgets_fail_closed_without_a_report() -> None:

@@ -234,7 +234,10 @@ def render_text(
     report = outcome.report
     if report is not None:
         stats = frame_stats(report)
-        lines += _frame_table(stats) if stats else ["no frame was compiled (torch.compile never ran)"]
+        if stats:
+            lines += _frame_table(stats)
+        else:
+            lines.append("no frame was compiled" + ("" if report.frames else " (torch.compile never ran)"))
         skipped = sum(1 for f in report.frames if f.skipped)
         if skipped:
             lines.append(f"{skipped} frame{'s' if skipped != 1 else ''} skipped by Dynamo (nothing to compile)")
