@@ -112,17 +112,17 @@ async def run_instrumented(server: DynamoLensServer, request: RunRequest, report
     cancel = server.runs.start(str(root))
     if cancel is None:
         raise RequestRefused(ALREADY_RUNNING)
-    before = {path: list(server.documents.get(path).lines) for path in _open_paths(server)}
-    token = await diagnostics.begin_progress(server, f"Dynamo Lens: running {Path(request.path).name}", True)
-    if token is not None:
-        server.work_done_progress.tokens[token].add_done_callback(lambda future: cancel.set())
-    from dynamo_lens.runtime.runner import run
-
+    token = None
     try:
-        target = _target(request)
+        from dynamo_lens.runtime.runner import run
+
+        before = {path: list(server.documents.get(path).lines) for path in _open_paths(server)}
+        token = await diagnostics.begin_progress(server, f"Dynamo Lens: running {Path(request.path).name}", True)
+        if token is not None:
+            server.work_done_progress.tokens[token].add_done_callback(lambda future: cancel.set())
         work = partial(
             run,
-            target,
+            _target(request),
             report_path=report_path,
             python=interpreter(server),
             cwd=root,
@@ -133,7 +133,7 @@ async def run_instrumented(server: DynamoLensServer, request: RunRequest, report
         )
         outcome = await asyncio.to_thread(work)
     finally:
-        cancel.set()  # a cancelled request (or a crash here) must not leave the run going
+        cancel.set()  # a cancelled request (or a failure here) must not leave the run going or the slot taken
         server.runs.finish(str(root))
         diagnostics.end_progress(server, token)
     return finish(server, request, outcome, before)
