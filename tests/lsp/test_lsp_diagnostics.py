@@ -199,3 +199,28 @@ async def test_bad_settings_are_reported_and_defaults_kept(lsp: StartServer, wor
 async def diagnostics_after(session: Session, path: Path, text: str) -> list[types.Diagnostic]:
     version = session.open(path, text)
     return await session.diagnostics(path, version)
+
+
+async def test_files_changed_on_disk_are_read_again(lsp: StartServer, workspace: Path) -> None:
+    model = workspace / "model.py"
+    model.write_text(UNCOMPILED_MODEL, encoding="utf-8")
+    session = await lsp(workspace)
+
+    def severity_of_hazard() -> types.DiagnosticSeverity | None:
+        last = session.last_published(model)
+        found = by_code(list(last.diagnostics), HAZARD) if last else []
+        return found[0].severity if found else None
+
+    assert await session.until(severity_of_hazard) == types.DiagnosticSeverity.Hint
+    train = workspace / "train.py"
+    train.write_text(TRAIN, encoding="utf-8")  # e.g. a `git checkout` brings a compile site in
+    session.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(changes=[types.FileEvent(uri=uri(train), type=types.FileChangeType.Created)])
+    )
+    await session.until(lambda: severity_of_hazard() == types.DiagnosticSeverity.Warning)
+    train.unlink()
+    session.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(changes=[types.FileEvent(uri=uri(train), type=types.FileChangeType.Deleted)])
+    )
+    await session.until(lambda: severity_of_hazard() == types.DiagnosticSeverity.Hint)
+    assert not [m for m in session.client.log_messages if m.type == types.MessageType.Error]

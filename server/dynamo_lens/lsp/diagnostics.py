@@ -8,7 +8,8 @@
   (``textDocument/diagnostic``), it is answered instead and ``workspace/diagnostic/refresh`` asks the client to pull
   again after a run or the workspace scan.
 * The workspace scan runs once after ``initialized`` in a worker, with ``window/workDoneProgress``; requests keep being
-  answered meanwhile.
+  answered meanwhile. Afterwards ``workspace/didChangeWatchedFiles`` (registered for ``**/*.py`` where the client
+  allows it) keeps files that are not open in step with the disk: a ``git checkout`` or another tool's edit relinks.
 """
 
 from __future__ import annotations
@@ -73,10 +74,33 @@ def register(server: DynamoLensServer) -> None:
         state.static, state.static_version = (), None
         server.analysis.unpin(path)
         publish(server, [path])
-        if Path(path).is_file():
-            state.pending = asyncio.ensure_future(_analyse_disk(server, path))
-        else:
-            server.analysis.forget(path)
+        state.pending = asyncio.ensure_future(_reread_from_disk(server, [path]))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    @server.guarded()
+    def did_change_watched_files(params: types.DidChangeWatchedFilesParams) -> None:
+        paths = [p for p in (server.path_of(change.uri) for change in params.changes) if p and p.endswith(".py")]
+        closed = [p for p in paths if not (server.documents.find(p) and server.documents.get(p).open)]
+        if closed and server.settings.enable_static:
+            server.relink = asyncio.ensure_future(_reread_from_disk(server, closed))
+
+
+async def watch_python_files(server: DynamoLensServer) -> None:
+    """Ask the client to report changes to Python files on disk, when it supports registering that dynamically."""
+    workspace = server.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace is not None else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    options = types.DidChangeWatchedFilesRegistrationOptions(watchers=[types.FileSystemWatcher(glob_pattern="**/*.py")])
+    registration = types.Registration(
+        id=f"dynamo-lens-watch-{uuid.uuid4().hex}",
+        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+        register_options=options,
+    )
+    try:
+        await server.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
+    except Exception as exc:  # the client declared it but refused: files on disk are then read only at startup
+        server.log(f"dynamo-lens: the client did not register file watching ({exc})", types.MessageType.Warning)
 
 
 def register_pull(server: DynamoLensServer) -> None:
@@ -139,17 +163,20 @@ async def _analyse_open(server: DynamoLensServer, path: str, delay: float) -> No
         server.report_internal_error(f"analysis of {path}", exc)
 
 
-async def _analyse_disk(server: DynamoLensServer, path: str) -> None:
-    """A just-closed document: the workspace goes back to the file's text on disk."""
+async def _reread_from_disk(server: DynamoLensServer, paths: Sequence[str]) -> None:
+    """Files that are not open changed (or went away) on disk: read them again and relink the workspace."""
     try:
+        present = [p for p in paths if Path(p).is_file()]
+        for gone in set(paths) - set(present):
+            server.analysis.forget(gone)
         generation = server.analysis.next_generation()
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(server.thread_pool, server.analysis.update_from_disk, [path], generation)
+        await loop.run_in_executor(server.thread_pool, server.analysis.update_from_disk, present, generation)
         await _relink(server, {})
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        server.report_internal_error(f"analysis of {path}", exc)
+        server.report_internal_error("re-reading changed files", exc)
 
 
 async def _relink(server: DynamoLensServer, analysed: Mapping[str, int | None]) -> None:

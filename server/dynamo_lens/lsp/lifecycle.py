@@ -29,6 +29,7 @@ def register(server: DynamoLensServer) -> None:
     async def initialized(params: types.InitializedParams) -> None:
         await refresh_configuration(server)
         diagnostics.start_workspace_scan(server)
+        await diagnostics.watch_python_files(server)
 
     @server.feature(types.SHUTDOWN)
     @server.guarded()
