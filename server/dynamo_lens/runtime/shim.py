@@ -9,6 +9,8 @@ Usage (executed by path by the user's own interpreter)::
 This file imports only the standard library and, while a script runs, torch; it must keep working when copied alone.
 It writes a ``dynamo-lens.run`` v1 report (see ``report.py`` / ``run_report.schema.json`` next to it).
 
+It does not import torch itself: it finds torch on disk and installs its listeners from an import hook the moment
+the program imports ``torch._dynamo`` (``torch.compile`` does), so a program that never compiles pays nothing.
 How it collects, without touching Dynamo's per-call (cache-hit) path:
 
 1. a handler on the structured-trace logger ``torch.__trace`` (what tlparse reads): compile starts, guard trees,
@@ -26,8 +28,8 @@ Everything observed becomes an *event* (a small JSON object) that is kept in mem
 ``OUT.json.events.jsonl``. The report is a pure function of the events (:func:`build_report`), so a run killed with
 SIGKILL still leaves everything up to that point, and :func:`rebuild_report` turns the stream into a report with
 ``complete: false``. Event lines are ``{"ev": <kind>, "epoch": <reset epoch>, ...}`` with kinds ``start``,
-``compile_start``, ``guard_tree``, ``guard_export``, ``metrics``, ``recompile_reasons``, ``graph_break``, ``limit``,
-``cache_entries``, ``calls``, ``reset``, ``internal_error`` and ``end``.
+``installed``, ``compile_start``, ``guard_tree``, ``guard_export``, ``metrics``, ``recompile_reasons``,
+``graph_break``, ``limit``, ``cache_entries``, ``calls``, ``reset``, ``internal_error`` and ``end``.
 
 Set ``DYNAMO_LENS_SHIM_DISABLE`` to a comma-separated list of source names (``trace``, ``bytecode_hook``,
 ``cache_entries``, ``guard_export``, ``limit_warnings``, ``guard_complete_hook``, ``reset_hook``) to run as if this
