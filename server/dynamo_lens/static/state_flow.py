@@ -6,8 +6,9 @@ evaluation order, inlining ``self.m()`` calls, properties and ``super().m()`` th
 decorated with ``torch.compiler.disable``, which Dynamo never traces). Then, per attribute:
 
 * a *carried read* is a read (or an ``op=``, a container mutation, an in-place call: they all read the attribute)
-  that no *definite* write precedes in the same call (a write on every path: not under ``if``/loops/``try``). Dynamo
-  guards what the call read, so a carried read installs a guard on the value the previous call left behind.
+  that no write precedes on its own path through the call (a write in an ``if`` body covers the reads after it in
+  that body, not those after the ``if``). Dynamo guards what the call read, so a carried read installs a guard on
+  the value the previous call left behind.
 * a *change* is a write, an ``op=`` or a container mutation.
 
 An attribute matters when it has both (DESIGN.md §3: only state carried across calls costs a recompile). Whether it
@@ -16,6 +17,7 @@ costs one extra compile or one per call depends on the kind of value; the per-co
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -36,10 +38,16 @@ class Access:
     owner: ClassKey
     """The class that defines the method containing the event."""
     method: str
-    definite: bool
-    """The event runs on every path of the whole call (it also counts the ``if`` around an inlined ``self.m()``)."""
+    path: tuple[tuple[int, int], ...]
+    """The branch bodies enclosing the event in the laid-out call, including those around each inlined ``self.m()``
+    (pairs of inlining instance and body id)."""
     fresh: bool
-    """A definite write of the same attribute precedes it in this call: it reads this call's value, no guard."""
+    """A write of the same attribute precedes it on its own path: it reads this call's value, no guard."""
+
+    @property
+    def definite(self) -> bool:
+        """The event runs on every path of the whole call."""
+        return not self.path
 
 
 @dataclass(slots=True)
@@ -157,9 +165,10 @@ def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | No
         return None
     if not changed:  # nothing carried from one call to the next: no event needs laying out
         return ClassFlow(cls, entry, [], methods, {})
-    raw: list[tuple[StateEvent, ClassKey, str, bool]] = []
+    raw: list[tuple[StateEvent, ClassKey, str, tuple[tuple[int, int], ...]]] = []
+    instances = itertools.count()
 
-    def inline(name: str, definite: bool, depth: int, after: ClassKey | None = None) -> None:
+    def inline(name: str, prefix: tuple[tuple[int, int], ...], depth: int, after: ClassKey | None = None) -> None:
         found = index.find_method(cls, name, after)
         if found is None:
             return
@@ -167,34 +176,37 @@ def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | No
         if method.disabled or depth > _MAX_INLINE_DEPTH or (owner, name) in stack:
             return
         stack.append((owner, name))
+        instance = next(instances)
         for event in method.events:
-            # Optimistic about early returns in a callee: on the path where the caller goes on, the callee's
-            # unconditional writes ran (Dynamo traces one path; a pessimistic rule flags every cache-reset helper).
-            here = definite and event.definite
+            # Paths make a helper's early return harmless: on the path where the caller goes on, the callee's
+            # unconditional writes ran (Dynamo traces one path at a time).
+            path = prefix + tuple((instance, body) for body in event.branch)
             if event.kind == "call" and event.detail == "super":
-                inline(event.attr, here, depth + 1, after=owner)
+                inline(event.attr, path, depth + 1, after=owner)
                 continue
             if event.kind in ("call", "read"):
                 target = index.find_method(cls, event.attr)
                 if target is not None and (event.kind == "call" or target[1].kind == "property"):
-                    inline(event.attr, here, depth + 1)
+                    inline(event.attr, path, depth + 1)
                     continue
             if event.attr in changed:
-                raw.append((event, owner, name, here))
+                raw.append((event, owner, name, path))
         stack.pop()
 
     stack: list[tuple[ClassKey, str]] = []
-    inline(entry, True, 0)
+    inline(entry, (), 0)
     accesses: list[Access] = []
-    written: set[str] = set()
+    writes: dict[str, list[tuple[tuple[int, int], ...]]] = {}
     attrs: dict[str, AttrFlow] = {}
-    for event, owner, method, definite in raw:
-        access = Access(event, owner, method, definite, event.attr in written)
+    for event, owner, method, path in raw:
+        earlier = writes.get(event.attr, ())
+        fresh = any(path[: len(w)] == w for w in earlier)
+        access = Access(event, owner, method, path, fresh)
         accesses.append(access)
         if not event.attr:
             continue
-        if event.kind in ("write", "aug") and definite and event.detail != "del":
-            written.add(event.attr)
+        if event.kind in ("write", "aug") and event.detail != "del":
+            writes.setdefault(event.attr, []).append(path)
         flow = attrs.get(event.attr)
         if flow is None:
             flow = attrs[event.attr] = AttrFlow(cls, event.attr, init=index.init_attr(cls, event.attr))

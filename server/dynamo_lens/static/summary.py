@@ -80,8 +80,10 @@ class StateEvent:
     kind: EventKind
     attr: str
     span: Span
-    definite: bool
-    """Not under ``if``/loops/``try``/``match`` in its method: it runs whenever the method reaches this point."""
+    branch: tuple[int, ...]
+    """The ``if``/loop/``try``/``match`` bodies of its method that enclose it, outermost first (ids unique within
+    the method; ``()`` = it runs whenever the method gets this far). A write makes later reads on its own path fresh:
+    those whose ``branch`` starts with the write's."""
     value_kind: AttrKind = "unknown"
     detail: str = ""
     text: str = ""

@@ -73,7 +73,7 @@ class _Event:
     kind: EventKind
     attr: str
     node: ast.AST
-    definite: bool
+    branch: tuple[int, ...]
     value_kind: AttrKind = "unknown"
     detail: str = ""
     text: str = ""
@@ -91,7 +91,9 @@ class _FunctionBuilder:
     is_init: bool
     events: list[_Event] = field(default_factory=list)
     calls: list[tuple[ast.AST, ast.AST]] = field(default_factory=list)
-    branch_depth: int = 0
+    path: list[int] = field(default_factory=list)
+    """The ``if``/loop/``try`` bodies enclosing the current point, innermost last (ids unique in the method)."""
+    bodies: int = 0
     read_since_change: set[str] = field(default_factory=set)
     """Attributes already read since their last change: a repeated read adds nothing to the flow analysis."""
 
@@ -276,15 +278,19 @@ class Walker:
 
     # -- control flow --------------------------------------------------------------------------------------------
     def _branch(self, bodies: list[list[ast.stmt]], loop: bool = False) -> None:
+        """Walk alternative bodies (``if``/``else``, a loop body, ``try`` clauses): each may run or not."""
         function = self.function
         self.branch_depth += 1
         self.loop_depth += loop
-        if function is not None:
-            function.branch_depth += 1
         for body in bodies:
+            if function is not None:
+                function.bodies += 1
+                function.path.append(function.bodies)
+                function.read_since_change.clear()  # a read in this body may be the first on its path
             self.visit_all(body)
-        if function is not None:
-            function.branch_depth -= 1
+            if function is not None:
+                function.path.pop()
+                function.read_since_change.clear()
         self.loop_depth -= loop
         self.branch_depth -= 1
 
@@ -342,7 +348,7 @@ class Walker:
             function.read_since_change.add(attr)
         elif kind != "call":
             function.read_since_change.discard(attr)
-        event = _Event(kind, attr, node, function.branch_depth == 0, **extra)  # type: ignore[arg-type]
+        event = _Event(kind, attr, node, tuple(function.path), **extra)  # type: ignore[arg-type]
         function.events.append(event)
         return event
 
@@ -592,7 +598,7 @@ class Walker:
             kind=e.kind,
             attr=e.attr,
             span=ctx.span(e.node),
-            definite=e.definite,
+            branch=e.branch,
             value_kind=e.value_kind,
             detail=e.detail,
             text=e.text,
