@@ -338,3 +338,27 @@ def test_self_updates_of_an_argument_do_not_make_it_a_tensor() -> None:
         )
     )
     assert [f.span.line for f in only(findings, "DL302")] == [13]
+
+
+def test_comprehension_and_lambda_variables_are_not_the_global() -> None:
+    findings = analyse(
+        (
+            "/ws/a.py",
+            """
+            import torch
+
+            K = 0
+
+            @torch.compile
+            def f(x):
+                total = sum(K * 2 for K in range(3))
+                scale = (lambda K: K + 1)(2)
+                return x * total * scale
+
+            for step in range(10):
+                K = step
+                f(1)
+            """,
+        )
+    )
+    assert only(findings, "DL204") == []

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from dynamo_lens.static.index import WorkspaceIndex
 
 BODY_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 COMPOUND: tuple[type[ast.stmt], ...] = (
     ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
     ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
@@ -107,10 +108,20 @@ class FunctionBody:
         if not names:
             return []
         pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
-        found: list[ast.Name] = []
-        for _, node in self.expressions(lambda line: pattern.search(line) is not None):
+        loads: list[tuple[ast.stmt, ast.Name]] = []
+        inner: dict[int, set[str]] = {}
+        """Per statement: names its comprehensions and lambdas bind (their own scopes shadow the outer name)."""
+        for statement, node in self.expressions(lambda line: pattern.search(line) is not None):
             if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
-                found.append(node)
+                loads.append((statement, node))
+            elif isinstance(node, COMPREHENSIONS):
+                bound = (n for generator in node.generators for n in target_names(generator.target))
+                inner.setdefault(id(statement), set()).update(bound)
+            elif isinstance(node, ast.Lambda):
+                args = node.args
+                every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+                inner.setdefault(id(statement), set()).update(a.arg for a in every if a is not None)
+        found = [node for statement, node in loads if node.id not in inner.get(id(statement), ())]
         for statement in self.statements:
             target = statement.target if isinstance(statement, ast.AugAssign) else None
             if isinstance(target, ast.Name) and target.id in names:
