@@ -11,6 +11,7 @@ import ast
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.rules.dl204_global_mutated import RULE
@@ -23,7 +24,9 @@ from dynamo_lens.static.checks._compiled_code import (
 )
 from dynamo_lens.static.checks._python_values import ValueKind, merge_kinds, range_loop_names, value_kind
 from dynamo_lens.static.context import FileContext
-from dynamo_lens.static.index import WorkspaceIndex
+
+if TYPE_CHECKING:
+    from dynamo_lens.static.index import WorkspaceIndex
 
 MAX_RELATED = 3
 RECOMPILE_LIMIT = 8
@@ -118,6 +121,7 @@ def _member_bindings(ctx: FileContext, bodies: list[FunctionBody], owners: set[s
     def module_ints(name: str) -> ValueKind:
         return "int" if name in ints else "unknown"
 
+    by_node = {id(body.node): body for body in bodies}
     statements = [at for kind in (ast.Assign, ast.AugAssign, ast.AnnAssign) for at in ctx.nodes(kind)]
     for at in statements:
         node = at.node
@@ -133,7 +137,7 @@ def _member_bindings(ctx: FileContext, bodies: list[FunctionBody], owners: set[s
                 rebinds = at.loop_depth > 0 or isinstance(node, ast.AugAssign)
                 lookup = module_ints
             else:
-                body = next((b for b in bodies if b.node is function.node), None)
+                body = by_node.get(id(function.node))
                 if body is None or not _is_global_in(body, key[0]):
                     continue
                 rebinds = True
