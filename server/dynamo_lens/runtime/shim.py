@@ -1398,7 +1398,8 @@ class Collector:
         self.stream.emit("internal_error", where=where, message=f"{type(exc).__name__}: {exc}")
 
     def innermost_user_site(self) -> tuple[str, int]:
-        frame: types.FrameType | None = sys._getframe(2)
+        """The innermost user frame of the current stack (``("", 0)`` when there is none)."""
+        frame: types.FrameType | None = sys._getframe(0)
         while frame is not None:
             if self.policy.is_user(frame.f_code.co_filename):
                 return frame.f_code.co_filename, frame.f_lineno
