@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from dynamo_lens.model import Finding
+from dynamo_lens.model import Finding, Fix
 from dynamo_lens.static import link, summarize
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
@@ -122,3 +122,48 @@ def test_static_finding_matches_what_torch_did(case: Case, observed: dict[str, d
     guard_lines = {r["line"] for r in observed[case.fixture]["recompiles"] if r["path"] == str(case.path)}
     guard_lines.discard(None)  # tensor size guards carry no source line
     assert guard_lines <= named, (guard_lines, named)
+
+
+def apply_fix(text: str, fix: Fix) -> str:
+    """The text after the fix's edits (1-based lines, character columns, exclusive ends)."""
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+
+    def offset(line: int, column: int) -> int:
+        return offsets[line - 1] + column - 1
+
+    for edit in sorted(fix.edits, key=lambda e: (e.span.line, e.span.column), reverse=True):
+        start, end = offset(edit.span.line, edit.span.column), offset(edit.span.end_line, edit.span.end_column)
+        text = text[:start] + edit.new_text + text[end:]
+    return text
+
+
+@pytest.mark.slow
+def test_dl101_fixes_remove_the_recompiles(tmp_path: Path) -> None:
+    """The counter's quick fixes really work on torch 2.13: a buffer compiles once, the config flag twice."""
+    source = FIXTURES / "DL101_run_counter.py"
+    (finding,) = static_findings(Case(source.name, "DL101", LIMIT))
+    fixed = {}
+    for fix in finding.fixes:
+        target = tmp_path / f"fix_{len(fixed)}.py"
+        target.write_text(apply_fix(source.read_text(encoding="utf-8"), fix), encoding="utf-8")
+        fixed[fix.title] = target
+    assert set(fixed) == {"Keep the counter in a tensor buffer", "Let Dynamo treat int module attributes as dynamic"}
+    done = subprocess.run(
+        [sys.executable, str(PROBE), *map(str, fixed.values())],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = json.loads(done.stdout)
+    compiles = {title: max(results[str(path)]["compiles"].values()) for title, path in fixed.items()}
+    assert compiles == {
+        "Keep the counter in a tensor buffer": 1,
+        "Let Dynamo treat int module attributes as dynamic": 2,
+    }
+    buffer_fixed = fixed["Keep the counter in a tensor buffer"]
+    assert not [f for f in link([summarize(str(buffer_fixed), buffer_fixed.read_text())]) if f.code == "DL101"]
