@@ -137,8 +137,9 @@ def _facts(index: WorkspaceIndex, method: MethodSummary) -> _MethodFacts:
     return index.memo(("state_flow.facts", id(method)), compute)
 
 
-def _closure(index: WorkspaceIndex, cls: ClassKey, entry: str) -> tuple[set[tuple[ClassKey, str]], set[str]]:
-    """The methods a call of ``entry`` on an instance of ``cls`` runs, and the attributes they change."""
+def closure(index: WorkspaceIndex, cls: ClassKey, entry: str) -> tuple[set[tuple[ClassKey, str]], set[str]]:
+    """The methods a call of ``entry`` on an instance of ``cls`` runs (through ``self.m()``, ``super().m()`` and
+    properties, not ``torch.compiler.disable``d ones), and the attributes they change."""
     methods: set[tuple[ClassKey, str]] = set()
     changed: set[str] = set()
     pending: list[tuple[str, ClassKey | None]] = [(entry, None)]
@@ -160,7 +161,7 @@ def _closure(index: WorkspaceIndex, cls: ClassKey, entry: str) -> tuple[set[tupl
 
 
 def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | None:
-    methods, changed = _closure(index, cls, entry)
+    methods, changed = closure(index, cls, entry)
     if not methods:
         return None
     if not changed:  # nothing carried from one call to the next: no event needs laying out

@@ -8,7 +8,7 @@ from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.rules.dl103_attr_created_in_forward import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.index import WorkspaceIndex
-from dynamo_lens.static.state_flow import AttrFlow, ClassFlow, class_flows, keep_loudest, sites_of
+from dynamo_lens.static.state_flow import AttrFlow, ClassFlow, class_flows, closure, keep_loudest, sites_of
 
 
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
@@ -27,6 +27,8 @@ def _defined_outside(index: WorkspaceIndex, flow: ClassFlow, name: str) -> bool:
     order, complete = index.mro(flow.cls)
     if not complete:
         return True
+    if name in closure(index, flow.cls, "__init__")[1]:
+        return True  # set by a helper that __init__ calls (and that forward may call again)
     for key in order:
         summary = index.class_summary(key)
         if summary is None:
