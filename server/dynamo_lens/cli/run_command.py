@@ -177,6 +177,8 @@ def budget_problems(report: RunReport | None, max_recompiles: int | None, max_gr
 def shown_findings(report: RunReport) -> list[Finding]:
     """The run's findings as the user configured them (``[tool.dynamo-lens]`` select/ignore/severity, suppression
     comments), each confirmed against the static scan of the files the run touched where they agree."""
+    if not report.findings:
+        return []  # nothing to filter or confirm: skip loading the static analyzer
     from dynamo_lens.config import load_settings
     from dynamo_lens.runtime.attribution import merge_findings
     from dynamo_lens.scan import scan
