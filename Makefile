@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP) extension
 	$(BIN)/dynamo-lens check examples/ --exit-zero
+	$(BIN)/dynamo-lens run examples/training_project/train.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check server tests benchmarks
