@@ -81,6 +81,7 @@ COUNTER_DEF, COUNTER_STEPS, COUNTER_CALL = 10, 11, 17
         ("L['fn']._modules['1'].count", "fn[1].count"),
         ("G['SCALE']", "SCALE"),
         ("L['self']._buffers['running']", "self.running"),
+        ("L['self'].__dict__['_modules']['drop'].training", "self.drop.training"),
     ],
 )
 def test_sources_read_like_user_code(source: str, readable: str) -> None:
@@ -135,6 +136,17 @@ def test_diff_shows_an_int_argument_becoming_dynamic() -> None:
     typed = Guard("TYPE_MATCH", "___check_type_id(L['n'], 1396), type=<class 'int'>", "L['n']")
     assert diff_entries(_entry("0/1", pinned), _entry("0/2", typed)).render() == (
         "entry 0/2 vs 0/1: `n` `== 1` → dynamic (int)"
+    )
+
+
+def test_diff_names_the_global_state_flag_that_changed() -> None:
+    def state(grad: str) -> Guard:
+        flags = f'{{"allow_tf32":false,"autocast_state":{{"enabled":[false]}},"grad_mode":{grad},"num_threads":2}}'
+        return Guard("GLOBAL_STATE", f"___check_global_state() against {flags}", None)
+
+    diff = diff_entries(_entry("0/3", state("true"), _steps(3)), _entry("0/4", state("false"), _steps(4)))
+    assert diff.render(focus="(global state)", limit=1) == (
+        "entry 0/4 vs 0/3: global state: grad_mode true → false (+1 more guard change)"
     )
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from dynamo_lens.model import Finding, Related, Span
 from dynamo_lens.rules import get_rule
 from dynamo_lens.runtime.guard_diff import (
+    GLOBAL_STATE_KEY,
     LENGTH_KINDS,
     EntryDiff,
     frame_diffs,
@@ -222,7 +223,7 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
     resumed = _RESUME.match(frame.name)
     if source is not None and source.startswith("___stack") and resumed is not None:
         message += f" (`{source}`: the value computed on line {resumed.group('line')}, carried across the graph break)"
-    detail = _change_summary(frame, source, last.source, diffs, last.recompile, failed.kind if failed else None)
+    detail = _change_summary(frame, source, last.source, diffs, group, failed.kind if failed else None)
     if detail:
         message += f"; {detail}"
     span = lines.span(last.path, last.line, [source] if source else [])
@@ -314,9 +315,11 @@ def _change_summary(
     source: str | None,
     spelled: str | None,
     diffs: list[EntryDiff],
-    recompile: Recompile,
+    group: list[Blame],
     kind: str | None,
 ) -> str:
+    """The value history of the failing source when it pinned three or more values, else the guard diff that the
+    group's latest recompile produced (a limit-hit attempt produced no entry, so an earlier one of the group)."""
     if source is not None:
         history = value_history(frame, source)
         if len(set(history)) >= 3 and "dynamic" not in history:
@@ -324,10 +327,13 @@ def _change_summary(
             name = spelled or source
             label = f"len({name})" if kind in LENGTH_KINDS else name
             return f"`{label}` went " + " → ".join(shown) + f" across {len(history)} entries"
-    for diff in reversed(diffs):
-        if diff.newer == recompile.compile_id:
-            return diff.render(focus=source, limit=MESSAGE_DIFF_LIMIT)
-    return diffs[-1].render(focus=source, limit=MESSAGE_DIFF_LIMIT) if diffs else ""
+    focus = GLOBAL_STATE_KEY if kind == "GLOBAL_STATE" else source
+    by_newer = {diff.newer: diff for diff in diffs}
+    for blame in reversed(group):
+        diff = by_newer.get(blame.recompile.compile_id)
+        if diff is not None:
+            return diff.render(focus=focus, limit=MESSAGE_DIFF_LIMIT)
+    return ""
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -36,7 +36,9 @@ LENGTH_KINDS = ("LENGTH_CHECK", "DICT_LENGTH")
 """Guard kinds that pin the length of a list or dict rather than a value."""
 
 _SCOPE = re.compile(r"""\b[LG]\[(['"])(?P<name>[^'"]+)\1\]""")
+_DICT_CONTAINER = re.compile(r"""\.__dict__\[(['"])(?:_modules|_parameters|_buffers)\1\]\[(['"])(?P<key>[^'"]+)\2\]""")
 _CONTAINER = re.compile(r"""\.(?:_modules|_parameters|_buffers|__dict__)\[(['"])(?P<key>[^'"]+)\1\]""")
+_STATE_FLAG = re.compile(r'"(?P<key>\w+)":(?P<value>true|false|-?\d+(?:\.\d+)?)(?=[,}])')
 _RAW_TENSOR = re.compile(
     r"check_tensor\((?P<name>[^,]+),.*?torch\.(?P<dtype>\w+),.*?requires_grad=(?P<grad>\w+),"
     r"\s*size=\[(?P<size>[^\]]*)\],\s*stride=\[(?P<stride>[^\]]*)\]"
@@ -61,6 +63,7 @@ def readable_source(source: str) -> str:
 
     text = _SCOPE.sub(lambda m: m.group("name"), source)
     text = _BUILTINS_DICT.sub("__builtins__", text)  # Dynamo numbers its builtins dict per compile
+    text = _DICT_CONTAINER.sub(container, text)  # self.__dict__['_modules']['drop'] → self.drop
     return _CONTAINER.sub(container, text)
 
 
@@ -124,7 +127,8 @@ class GuardChange:
 
     def render(self) -> str:
         if self.details:
-            return f"`{self.source}` " + ", ".join(self.details)
+            subject = "global state:" if self.source == GLOBAL_STATE_KEY else f"`{self.source}`"
+            return f"{subject} " + ", ".join(self.details)
         removed = [t for t in self.before if t not in self.after]
         added = [t for t in self.after if t not in self.before]
         if not removed:
@@ -214,7 +218,22 @@ def diff_entries(older: CacheEntry, newer: CacheEntry) -> EntryDiff:
         if set(old_texts) == set(new_texts):
             continue
         changes.append(GuardChange(source, old_texts, new_texts, _describe(source, old, new)))
-    return EntryDiff(older.compile_id, newer.compile_id, tuple(changes))
+    state = _global_state_change(older.guards, newer.guards)
+    return EntryDiff(older.compile_id, newer.compile_id, (*([state] if state else []), *changes))
+
+
+def _global_state_change(older: Sequence[Guard], newer: Sequence[Guard]) -> GuardChange | None:
+    """Grad mode, default dtype, deterministic algorithms, ...: the flags of Dynamo's GLOBAL_STATE guard that differ
+    (read from its ``___check_global_state() against {...}`` text; nested values are left out)."""
+    old = _state_flags(older)
+    new = _state_flags(newer)
+    details = tuple(f"{key} {old[key]} → {new[key]}" for key in old if key in new and old[key] != new[key])
+    return GuardChange(GLOBAL_STATE_KEY, (), (), details) if details else None
+
+
+def _state_flags(guards: Sequence[Guard]) -> dict[str, str]:
+    text = next((g.text for g in guards if g.kind == "GLOBAL_STATE"), "")
+    return {m.group("key"): m.group("value") for m in _STATE_FLAG.finditer(text)}
 
 
 def frame_diffs(frame: Frame) -> list[EntryDiff]:
