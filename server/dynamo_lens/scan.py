@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dynamo_lens import static
-from dynamo_lens.cache import AnalysisCache
+from dynamo_lens.cache import AnalysisCache, dumps
 from dynamo_lens.config import Settings
 from dynamo_lens.discovery import discover
 from dynamo_lens.model import Finding
@@ -254,7 +254,7 @@ def _analyse_chunk(paths: Sequence[str], cache_dir: Path | None) -> list[bytes]:
     blobs: list[bytes] = []
     for path in paths:  # the collector is paused per file (analyse_text), not per chunk: summarize leaves cycles
         data, outcome = _analyse_path(path)
-        blob = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+        blob = dumps(outcome)
         if cache is not None and data is not None and isinstance(outcome, FileAnalysis):
             cache.store_pickled(cache.key(path, data), blob)
         blobs.append(blob)

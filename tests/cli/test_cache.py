@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import pickle
 from pathlib import Path
 
 import pytest
 
-from dynamo_lens.cache import AnalysisCache, user_cache_root
+from dynamo_lens.cache import AnalysisCache, dumps, user_cache_root
 
 
 def test_user_cache_root_follows_xdg(cache_home: Path) -> None:
@@ -67,3 +69,42 @@ def test_only_recent_namespaces_are_kept(tmp_path: Path) -> None:
     cache = AnalysisCache.in_root(tmp_path)
     kept = sorted(d.name for d in tmp_path.iterdir())
     assert kept == sorted([cache.directory.name, "v0.0.0-old", "v0.0.1-old", "not-a-namespace"])
+
+
+def test_dumps_round_trips_real_summaries_and_findings() -> None:
+    from dynamo_lens.model import Finding, Fix, Related, Severity, Span
+    from dynamo_lens.scan import FileAnalysis, analyse_text
+    from dynamo_lens.suppression import find_suppressions
+
+    source = (Path(__file__).parent / "test_check_command.py").read_text(encoding="utf-8")
+    model = source.split('MODEL = """\\\n', 1)[1].split('"""', 1)[0]
+    analysis = analyse_text("/p/model.py", model + "x = 1  # dynamo-lens: ignore[DL101]\n")
+    assert isinstance(analysis, FileAnalysis)
+    assert analysis.summary.classes  # something nested to rebuild
+    assert pickle.loads(dumps(analysis)) == analysis
+    assert find_suppressions(model + "x = 1  # dynamo-lens: ignore[DL101]\n") == analysis.suppressions
+
+    span = Span("/p/model.py", 1, 1, 1, 5)
+    finding = Finding(
+        "DL101",
+        Severity.WARNING,
+        span,
+        "m",
+        related=(Related(span, "r"),),
+        fixes=(Fix("t", ()),),
+        data={"a": [1, 2]},
+    )
+    assert pickle.loads(dumps(finding)) == finding
+
+
+@dataclasses.dataclass(frozen=True)
+class _Normalised:
+    name: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.name + "!")
+
+
+def test_dumps_keeps_default_pickling_for_post_init() -> None:
+    value = _Normalised("a")
+    assert pickle.loads(dumps(value)) == value  # not "a!!": __post_init__ is not run again
