@@ -8,12 +8,13 @@ directory at most once, so link loops end. A file named explicitly is always ana
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dynamo_lens.config import Settings
-from dynamo_lens.discovery_patterns import PathRules, parse_patterns, read_gitignore
+from dynamo_lens.discovery_patterns import PathRule, PathRules, parse_patterns, read_gitignore
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -89,7 +90,7 @@ class _Walker:
     def walk_root(self, root: str) -> None:
         rules = self.base_rules
         if self.settings.respect_gitignore:
-            rules = rules.extended(rule for d in _enclosing_repository_dirs(root) for rule in read_gitignore(d))
+            rules = rules.extended(_repository_rules(root))
         self._walk(root, rules)
 
     def _walk(self, directory: str, rules: PathRules) -> None:
@@ -135,18 +136,24 @@ class _Walker:
             self.files.add(entry.path)
 
 
-def _enclosing_repository_dirs(root: str) -> Iterable[str]:
-    """Directories from the enclosing git work tree's top down to ``root``'s parent, whose ``.gitignore`` apply."""
+def _repository_rules(root: str) -> list[PathRule]:
+    """The ignore rules that apply to ``root`` from the enclosing git work tree: ``.git/info/exclude``, then the
+    ``.gitignore`` files from the work tree's top down to ``root``'s parent (``root``'s own is read by the walk)."""
     chain: list[str] = []
-    current = os.path.dirname(root)
-    while True:
-        chain.append(current)
-        if os.path.exists(os.path.join(current, ".git")):
-            return reversed(chain)
+    current = root
+    while not os.path.exists(os.path.join(current, ".git")):
         parent = os.path.dirname(current)
         if parent == current:
-            return ()  # not inside a git work tree: only the .gitignore files below root apply
+            return []  # not inside a git work tree: only the .gitignore files below root apply
         current = parent
+        chain.append(current)
+    rules: list[PathRule] = []
+    exclude = os.path.join(current, ".git", "info", "exclude")
+    with contextlib.suppress(OSError), open(exclude, encoding="utf-8", errors="replace") as handle:
+        rules.extend(parse_patterns(handle, current))
+    for directory in reversed(chain):
+        rules.extend(read_gitignore(directory))
+    return rules
 
 
 def _describe(exc: OSError) -> str:

@@ -3,7 +3,7 @@
 Supported: blank lines and ``#`` comments, ``!`` negation (the last matching rule wins), a trailing ``/`` for
 directories only, a ``/`` anywhere but at the end anchoring the pattern to its base directory, ``*``, ``?``,
 ``[...]`` and ``**`` (any number of directories). Not supported (rare, and not worth the cost here): escaped
-trailing spaces and ``.git/info/exclude``.
+trailing spaces, and the user's global ``core.excludesFile``.
 """
 
 from __future__ import annotations

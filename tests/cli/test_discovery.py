@@ -63,6 +63,15 @@ def test_gitignore_of_enclosing_repository_applies_to_a_subdirectory(tmp_path: P
     assert _found(tmp_path / "src") == ["model.py"]
 
 
+def test_git_info_exclude_applies(tmp_path: Path) -> None:
+    (tmp_path / ".git" / "info").mkdir(parents=True)
+    (tmp_path / ".git" / "info" / "exclude").write_text("local_*.py\n", encoding="utf-8")
+    (tmp_path / ".gitignore").write_text("!local_keep.py\n", encoding="utf-8")
+    _touch(tmp_path, "a.py", "local_tmp.py", "local_keep.py", "sub/local_x.py")
+    assert _found(tmp_path) == ["a.py", "local_keep.py"]
+    assert _found(tmp_path / "sub") == []
+
+
 def test_exclude_setting_is_relative_to_settings_root(tmp_path: Path) -> None:
     _touch(tmp_path, "a.py", "third_party/b.py", "pkg/third_party/c.py", "scratch_1.py")
     settings = Settings(root=tmp_path, exclude=("/third_party/", "scratch_*.py"))
