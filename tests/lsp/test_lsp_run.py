@@ -131,7 +131,10 @@ async def test_rerun_to_verify_compares_before_and_after(lsp: StartServer, works
     # The user applies the buffer fix and saves; the file now offers "Re-run to verify".
     version = session.change(path, FIXED)
     path.write_text(FIXED, encoding="utf-8")
-    await session.diagnostics(path, version)
+    stale = [d for d in runtime(await session.diagnostics(path, version)) if d.code == "DL501"]
+    assert stale and all(
+        d.message.endswith("(stale: this line changed since the run; re-run to refresh)") for d in stale
+    )
     lenses = await session.client.text_document_code_lens_async(
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri(path)))
     )
