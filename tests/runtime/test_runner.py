@@ -107,6 +107,23 @@ def test_script_not_found_never_starts(tmp_path: Path) -> None:
     assert outcome.error == f"script not found: nope.py (looked in {tmp_path})"
 
 
+def test_a_relative_interpreter_path_is_relative_to_the_caller(
+    tmp_path: Path, bare_python: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(Path(bare_python).parent.parent)
+    (tmp_path / "s.py").write_text("print('ok')\n")
+    captured = Captured()
+    outcome = run(
+        Target(script="s.py"),
+        report_path=tmp_path / "r.json",
+        python=os.path.join("bin", "python"),
+        cwd=tmp_path,
+        on_stdout=captured.on_out,
+        on_stderr=captured.on_err,
+    )
+    assert (outcome.exit_code, captured.out) == (0, b"ok\n"), outcome.error
+
+
 def test_missing_interpreter_is_named(tmp_path: Path) -> None:
     (tmp_path / "s.py").write_text("pass\n")
     missing = str(tmp_path / "no" / "python")

@@ -197,6 +197,8 @@ def run(
     problem = preflight(python, target, work_dir)
     if problem is not None:
         return outcome(error=problem)
+    if os.sep in python:  # a relative interpreter path means ours, not one relative to the run's directory
+        python = os.path.abspath(python)
     try:
         report_path.parent.mkdir(parents=True, exist_ok=True)
         for stale in (report_path, events_path(report_path)):  # never mistake a previous run's data for this one's
