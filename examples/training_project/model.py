@@ -3,13 +3,14 @@
 What it demonstrates (compiled from train.py, so these are warnings here, with train.py's compile site as related
 information):
 
-* ``self.step += 1`` in ``forward``: an int attribute read and changed every call. Dynamo guards its value
+* DL101 ``self.step += 1`` in ``forward``: an int attribute read and changed every call. Dynamo guards its value
   (``self.step == 3``) and recompiles on every call until the recompile limit (8); then the model runs eagerly.
-* ``self.history.append(...)`` in ``_sharpen``, a helper that ``forward`` calls: a list that grows every call. Dynamo
-  guards its length, so it recompiles for the same reason. The run names the counter as the culprit (its guard is
-  checked first); the list's length shows in the guard diff of every recompile, and takes over once the counter is
-  fixed.
-* ``self.temperature``, a float that train.py changes between epochs: one extra compile, then Dynamo makes it dynamic.
+* DL102 ``self.history.append(...)`` in ``_sharpen``, a helper that ``forward`` calls: a list that grows every call.
+  Dynamo guards its length, so it recompiles for the same reason. The run names the counter as the culprit (its
+  guard is checked first); the list's length shows in the guard diff of every recompile, and takes over once the
+  counter is fixed.
+* ``self.temperature``, a float that train.py changes between epochs (DL111 there): one extra compile, then Dynamo
+  makes it dynamic.
 
 How to fix it: keep counters and logs in tensor buffers updated in place (``self.step.add_(1)``), or out of
 ``forward``; keep Python floats that change out of the compiled code (pass them as tensors).

@@ -1,16 +1,17 @@
 """Trains model.py's TinyLM with a compiled forward: the compile site that makes model.py's hazards warnings.
 
 What it demonstrates, besides model.py's counter and list: the loop changes the float ``model.temperature`` between
-epochs (one extra compile), switches the model between ``train()`` and ``eval()`` (its Dropout reads
-``self.training``: one compile per mode) and evaluates under ``torch.no_grad()`` (grad mode is guarded too). With
-the counter, every call compiles: the ninth hits the recompile limit and the rest run eagerly.
+epochs (DL111: one extra compile), switches the model between ``train()`` and ``eval()`` (DL112: its Dropout reads
+``self.training``, one compile per mode) and evaluates under ``torch.no_grad()`` (DL208: grad mode is guarded too).
+With the counter, every call compiles: the ninth hits the recompile limit and the rest run eagerly.
 
 Run it under Dynamo Lens to see each recompile at the line that caused it:
 
     dynamo-lens run examples/training_project/train.py
 
-How to fix it: see model.py for the counter and the list; pass the temperature as a tensor, and compile a separate
-callable for evaluation (or accept the one extra compile per mode).
+How to fix it: see model.py for the counter and the list; pass the temperature as a tensor; evaluate with the
+uncompiled ``model`` (a second ``torch.compile`` of it shares the cache of the same ``forward``), or accept the one
+extra compile per mode.
 """
 
 import torch
