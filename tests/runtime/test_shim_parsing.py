@@ -189,6 +189,57 @@ def test_counts_after_the_program_replaced_the_guard_hook_are_called_partial() -
     assert any(m.startswith("call counts are partial") for m in report.missing)
 
 
+def test_eager_calls_count_misses_that_compiled_nothing_across_id_matched_objects() -> None:
+    """p18 ``specialized_small_accumulated`` (torch 2.13): one frame, a fresh ID_MATCH'd module per call, so each
+    compile starts with ``cache_size`` 0 while ``accumulated_cache_size`` grows; 11 misses, 5 of them compiled."""
+    path = "/w/m.py"
+    events = _events(path)[:1]
+    site = [path, 25, "<module>"]
+    for index in range(7):
+        compile_id = f"0/{index}"
+        events.append(
+            {
+                "ev": "compile_start",
+                "epoch": 0,
+                "compile_id": compile_id,
+                "frame_id": 0,
+                "name": "run",
+                "path": path,
+                "line": 20,
+                "call_stack": [site],
+            }
+        )
+        limit_hit = index == 6
+        events.append(
+            {
+                "ev": "metrics",
+                "epoch": 0,
+                "compile_id": compile_id,
+                "cache_size": None if limit_hit else 0,
+                "accumulated_cache_size": None if limit_hit else index,
+                "guard_count": None if limit_hit else 9,
+                "fail_type": "Unsupported" if limit_hit else None,
+                "fail_reason": "Dynamo recompile limit exceeded" if limit_hit else None,
+            }
+        )
+    events.append(
+        {
+            "ev": "limit",
+            "epoch": 0,
+            "limit_type": "accumulated_recompile_limit",
+            "limit": 6,
+            "function": f"'run' ({path}:20)",
+            "last_reason": "",
+            "call_stack": [site],
+        }
+    )
+    events.append({"ev": "calls", "epoch": 0, "hits": 0, "misses": 11, "miss_sites": [[path, 25, 11]]})
+    report = RunReport.from_json(shim.build_report(events))
+    (hit,) = report.limit_hits
+    assert (hit.limit, hit.value, hit.compile_id, hit.eager_calls) == ("accumulated_recompile_limit", 6, "0/6", 6)
+    assert report.summary.eager_fallback_calls == 6
+
+
 def test_the_shim_imports_only_the_standard_library_and_torch() -> None:
     tree = ast.parse(SHIM_PATH.read_text(encoding="utf-8"))
     imported: set[str] = set()

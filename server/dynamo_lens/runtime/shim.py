@@ -861,10 +861,7 @@ class ReportBuilder:
             1
             for frame in self.frames.values()
             for attempt in frame.attempts.values()
-            if attempt.call_stack
-            and tuple(attempt.call_stack[-1][:2]) == key
-            and isinstance((attempt.metrics or {}).get("cache_size"), int)
-            and (attempt.metrics or {})["cache_size"] > 0
+            if attempt.call_stack and tuple(attempt.call_stack[-1][:2]) == key and _compiled_on_a_miss(attempt)
         )
         return max(0, missed - recompiled)
 
@@ -879,10 +876,7 @@ class ReportBuilder:
         misses = calls.get("misses")
         hits = calls.get("hits")
         compiles_on_existing = sum(
-            1
-            for f in self.frames.values()
-            for a in f.attempts.values()
-            if a.metrics and isinstance(a.metrics.get("cache_size"), int) and a.metrics["cache_size"] > 0
+            1 for f in self.frames.values() for a in f.attempts.values() if _compiled_on_a_miss(a)
         )
         eager = max(0, misses - compiles_on_existing) if isinstance(misses, int) else None
         missing = list(dict.fromkeys([*(start.get("missing") or []), *(installed.get("missing") or [])]))
@@ -942,6 +936,13 @@ class ReportBuilder:
             "missing": missing,
             "findings": [],
         }
+
+
+def _compiled_on_a_miss(attempt: _Attempt) -> bool:
+    """Whether this compile followed a guard miss: the code object already had cache entries (of any ID_MATCH'd
+    objects, hence the accumulated count). Misses that compiled nothing ran eagerly."""
+    size = (attempt.metrics or {}).get("accumulated_cache_size")
+    return isinstance(size, int) and size > 0
 
 
 def _short_reason(reason: str) -> str:
