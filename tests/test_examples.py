@@ -133,7 +133,7 @@ def test_training_project_run_confirms_the_static_findings(tmp_path: Path, capfd
     assert at_counter["data"]["compiles"] == 8
     assert "`len(self.history) == 6` → `== 7`" in diffs  # DL102: the list grows every call
     assert "`self.temperature` `== 1.0` → dynamic (float)" in diffs  # DL111: one recompile, then dynamic
-    assert "`self._modules['drop'].training == True` → `== False`" in diffs  # DL112: one entry per mode
+    assert ".training == True` → `== False`" in diffs  # DL112: the Dropout's mode, one entry per mode
 
 
 @pytest.mark.slow
