@@ -369,6 +369,22 @@ class _Attempt:
         self.export: list[Event] | None = None
         self.metrics: Event | None = None
         self.live: Event | None = None
+        self._export_index: tuple[dict[str, Loc], dict[str, Loc]] | None = None
+
+    def export_index(self) -> tuple[dict[str, Loc], dict[str, Loc]]:
+        """Exported guards' user lines by stripped code and by guarded source (first wins), built once."""
+        if self._export_index is None:
+            by_code: dict[str, Loc] = {}
+            by_name: dict[str, Loc] = {}
+            for guard in self.export or []:
+                user = guard.get("user")
+                if user is None:
+                    continue
+                for code in guard.get("code") or []:
+                    by_code.setdefault(strip_scopes(code), user)
+                by_name.setdefault(str(guard.get("name")), user)
+            self._export_index = (by_code, by_name)
+        return self._export_index
 
     @property
     def index(self) -> int:
@@ -433,6 +449,7 @@ class ReportBuilder:
         self.errors: list[str] = []
         self.guards_kept = 0
         self.entries_over_budget = 0
+        self.resolved: dict[str, str | None] = {}
 
     # -- folding ------------------------------------------------------------------------------------------------------
 
@@ -599,6 +616,11 @@ class ReportBuilder:
 
     def _resolve(self, short: str) -> str | None:
         """Dynamo prints paths relative to torch's parent directory (and mangles those outside it): resolve them."""
+        if short not in self.resolved:
+            self.resolved[short] = self._resolve_uncached(short)
+        return self.resolved[short]
+
+    def _resolve_uncached(self, short: str) -> str | None:
         if os.path.isabs(short) and os.path.exists(short):
             return short
         for candidate in sorted(self.user_files):
@@ -638,19 +660,13 @@ class ReportBuilder:
         }
 
     def _exported_location(self, attempt: _Attempt, code: str, source: str, kind: str) -> Loc | None:
-        if not attempt.export:
-            return None
-        target = strip_scopes(code)
-        by_name: Loc | None = None
-        for guard in attempt.export:
-            user = guard.get("user")
-            if user is None:
-                continue
-            if any(strip_scopes(c) == target for c in guard.get("code") or []):
-                return list(user)
-            if by_name is None and source and guard.get("name") == source:
-                by_name = list(user)
-        return by_name if kind in ("TENSOR_MATCH", "TYPE_MATCH", "ID_MATCH", "DICT_LENGTH", "LENGTH_CHECK") else None
+        """The user line of the exported guard with the same code (or, for kinds whose exported code differs from
+        the leaf's text, the same guarded source)."""
+        by_code, by_name = attempt.export_index()
+        found = by_code.get(strip_scopes(code))
+        if found is None and kind in ("TENSOR_MATCH", "TYPE_MATCH", "ID_MATCH", "DICT_LENGTH", "LENGTH_CHECK"):
+            found = by_name.get(source)
+        return None if found is None else list(found)
 
     # -- recompiles ---------------------------------------------------------------------------------------------------
 
