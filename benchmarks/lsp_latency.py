@@ -6,7 +6,8 @@
   with ``debounceMs: 0`` (the analysis itself: summarise, link, convert, send), and with the default debounce and a
   typing pause between edits (an edit after a quiet period is analysed at once; only bursts wait for the debounce).
 * ``hover``: 100 hovers on compiled classes of that file, p50/p95 (target p95 ≤ 20 ms).
-* memory: the server's resident set size after it has scanned a generated 2,000-file workspace, and the scan time.
+* memory: the server's resident set size after it has scanned a generated 2,000-file workspace, and the scan time;
+  then the same edits on the 3,000-line file inside that workspace (each edit is linked against all 2,000 files).
 
     .venv/bin/python benchmarks/lsp_latency.py [--edits 100] [--files 2000]
 
@@ -136,12 +137,17 @@ def report(name: str, values: list[float], target: float | None, unit: str = "ms
     print(f"{name:<48} p50 {p50:7.1f} {unit}  p95 {p95:7.1f} {unit}  max {max(values):7.1f} {unit}{ratio}")
 
 
-async def edits(root: Path, text: str, count: int, options: dict[str, Any], pause: float) -> tuple[list[float], float]:
-    """Latencies (ms) of ``count`` edits, and the server's CPU milliseconds per edit."""
+async def edits(
+    root: Path, text: str, count: int, options: dict[str, Any], pause: float, *, after_scan: bool = False
+) -> tuple[list[float], float]:
+    """Latencies (ms) of ``count`` edits, and the server's CPU milliseconds per edit (``after_scan``: start editing
+    once the workspace scan has finished, so that every edit is linked against the whole workspace)."""
     path = root / "big.py"
     uri = from_fs_path(str(path))
     assert uri is not None
     client, _ = await start(root, options)
+    if after_scan:
+        await asyncio.wait_for(client.scan_done.wait(), 600)
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
     )
@@ -205,13 +211,17 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-async def workspace_memory(root: Path, files: int) -> tuple[float, float, float]:
-    """(RSS before the scan, RSS after it, scan seconds) for a generated workspace of ``files`` files."""
+def generate_workspace(root: Path, files: int) -> None:
+    """``files`` small modules in packages of 100; every tenth defines a compiled, recompiling module."""
     for n in range(files):
         package = root / f"pkg_{n // 100}"
         package.mkdir(exist_ok=True)
         body = HEADER + MODULE.format(n=n) if n % 10 == 0 else HEADER + f"def helper_{n}(x):\n    return x + {n}\n"
         (package / f"module_{n}.py").write_text(body + "".join(f"value_{i} = {i}\n" for i in range(60)))
+
+
+async def workspace_memory(root: Path) -> tuple[float, float, float]:
+    """(RSS before the scan, RSS after it, scan seconds) for the workspace under ``root``."""
     client, _ = await start(root, {"debounceMs": 0})
     pid = server_pid(client)
     began = time.perf_counter()
@@ -249,9 +259,15 @@ async def main() -> None:
             print(f"  server CPU per edit: {cpu_ms:.1f} ms")
         report("hover on a compiled class", await hovers(root, text, class_lines, 100), 20.0)
     with tempfile.TemporaryDirectory() as tmp:
-        before, after, seconds = await workspace_memory(Path(tmp), args.files)
+        root = Path(tmp)
+        generate_workspace(root, args.files)
+        before, after, seconds = await workspace_memory(root)
         memory = f"server RSS {before:.0f} MiB before, {after:.0f} MiB after"
         print(f"{args.files}-file workspace: scan {seconds:.1f} s, {memory}")
+        (root / "big.py").write_text(text)
+        latencies, cpu_ms = await edits(root, text, args.edits // 2, {"debounceMs": 0}, 0.0, after_scan=True)
+        report(f"didChange -> publishDiagnostics (in the {args.files}-file workspace)", latencies, 50.0)
+        print(f"  server CPU per edit: {cpu_ms:.1f} ms")
 
 
 if __name__ == "__main__":
