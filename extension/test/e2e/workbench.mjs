@@ -90,12 +90,20 @@ export async function cursorPosition(page) {
     .innerText();
 }
 
-/** The text of the Problems panel (opened with Ctrl+Shift+M), one row per line. */
-export async function problemsText(page) {
+/**
+ * The rows of the Problems panel, one per line, narrowed by the panel's filter box to `filter` (the list is
+ * virtualised: only rows on screen exist, so narrowing is how a test sees every row it cares about).
+ */
+export async function problemsText(page, filter = "") {
   const panel = page.locator(".markers-panel");
   if (!(await panel.isVisible().catch(() => false))) {
     await runCommand(page, "View: Focus Problems (Errors, Warnings, Infos)");
     await panel.waitFor({ state: "visible", timeout: 10_000 });
+  }
+  const box = page.getByPlaceholder(/^Filter \(e\.g\./).first();
+  if ((await box.inputValue()) !== filter) {
+    await box.fill(filter);
+    await page.waitForTimeout(500);
   }
   const rows = await page.locator(".markers-panel .monaco-list-row").allInnerTexts();
   return rows.map((row) => row.replace(/\s*\n\s*/g, " ")).join("\n");
