@@ -25,6 +25,7 @@ import platform
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -238,9 +239,13 @@ def _analyse_misses(paths: Sequence[str], cache: AnalysisCache | None) -> list[F
     size = math.ceil(len(paths) / (workers * CHUNKS_PER_WORKER))
     chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
     outcomes: list[FileAnalysis | FileProblem] = []
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context()) as pool:
-        for blobs in pool.map(_analyse_chunk, chunks, [cache_dir] * len(chunks)):
-            outcomes.extend(pickle.loads(blob) for blob in blobs)
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context()) as pool:
+            for blobs in pool.map(_analyse_chunk, chunks, [cache_dir] * len(chunks)):
+                outcomes.extend(pickle.loads(blob) for blob in blobs)
+    except BrokenProcessPool:  # a worker died (out of memory, killed): finish the remaining files here
+        done = {outcome.path for outcome in outcomes}
+        outcomes.extend(_store(cache, path, *_analyse_path(path)) for path in paths if path not in done)
     return outcomes
 
 

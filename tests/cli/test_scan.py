@@ -243,3 +243,26 @@ def test_settings_apply_to_the_cached_linked_result(tmp_path: Path, fake_analyze
     assert scan([str(tmp_path)], Settings(ignore=("DL101",)), cache).findings == ()
     assert [f.span.line for f in scan([str(tmp_path)], Settings(), cache).findings] == [1]
     assert fake_analyzer.linked == 1
+
+
+def test_a_dead_worker_does_not_lose_files(
+    tmp_path: Path, fake_analyzer: FakeAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    count = scan_module.PARALLEL_MIN_FILES + 10
+    _tree(tmp_path, {f"m{i:03}.py": "MARK = 1\n" for i in range(count)})
+    if (os.cpu_count() or 1) < 2:
+        monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(scan_module, "_analyse_chunk", _dying_chunk)
+    result = scan([str(tmp_path)], Settings(), cache=None)
+    assert [os.path.basename(f.path) for f in result.findings] == [f"m{i:03}.py" for i in range(count)]
+    assert str(tmp_path / "m003.py") in fake_analyzer.summarized  # finished in this process
+
+
+_REAL_CHUNK = scan_module._analyse_chunk
+
+
+def _dying_chunk(paths: list[str], cache_dir: Path | None) -> list[bytes]:
+    """A worker's unit of work that dies on the chunk holding m003.py, as if the kernel had killed it."""
+    if any(p.endswith("m003.py") for p in paths):
+        os._exit(1)
+    return _REAL_CHUNK(paths, cache_dir)
