@@ -164,11 +164,11 @@ describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip 
       `no squiggle on line ${line} (${text.trim()}); squiggles: ${JSON.stringify(await squiggles(page))}`,
     );
     const problems = await poll(async () => {
-      const rows = await problemsText(page, "DL101");
+      const rows = await problemsText(page);
       return rows.includes("DL101") ? rows : undefined;
     }, 30_000);
     await shot("problems");
-    assert.ok(problems, `no DL101 in the Problems panel:\n${await problemsText(page, "DL101")}`);
+    assert.ok(problems, `no DL101 in the Problems panel:\n${await problemsText(page)}`);
     const entry = problems
       .split("\n")
       .find((row) => row.includes("DL101") && row.includes(`[Ln ${line}, Col ${column}]`));
@@ -223,17 +223,14 @@ describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip 
       await runCommand(page, "Dynamo Lens: Run Current File");
       const problems = await poll(
         async () => {
-          const rows = await problemsText(page, "DL50");
+          const rows = await problemsText(page);
           return /DL50[12]/.test(rows) ? rows : undefined;
         },
         RUN_TIMEOUT_MS - 60_000,
         2_000,
       );
       await shot("run-problems");
-      assert.ok(
-        problems,
-        `no runtime finding (DL501/DL502) in Problems after the run:\n${await problemsText(page, "DL50")}`,
-      );
+      assert.ok(problems, `no runtime finding (DL501/DL502) in Problems after the run:\n${await problemsText(page)}`);
       const status = await page.locator(".statusbar-item", { hasText: "recompile" }).first().innerText();
       assert.match(status, /\d+ recompiles?/);
 
@@ -326,14 +323,14 @@ describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip 
 
   it("clears the run's results: runtime findings, frames and status go", { timeout: 60_000 }, async () => {
     await runCommand(page, "Dynamo Lens: Clear Results");
-    const cleared = await poll(async () => !/DL50[123]/.test(await problemsText(page, "DL50")), 15_000);
+    const cleared = await poll(async () => !/DL50[123]/.test(await problemsText(page)), 15_000);
     await runCommand(page, "Dynamo Lens: Focus on Compiled Frames View");
     const welcome = await poll(
       async () => (await page.locator(".part.sidebar").innerText()).includes("No instrumented run yet"),
       10_000,
     );
     await shot("cleared");
-    assert.ok(cleared, `runtime findings are still in Problems:\n${await problemsText(page, "DL50")}`);
+    assert.ok(cleared, `runtime findings are still in Problems:\n${await problemsText(page)}`);
     assert.ok(welcome, "the Compiled Frames view still shows the run");
     assert.equal(await page.locator(".statusbar-item", { hasText: "recompile" }).count(), 0);
   });
@@ -348,16 +345,14 @@ describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip 
     await runCommand(page, "Dynamo Lens: Run Test Under Cursor");
     const row = await poll(
       async () =>
-        (await problemsText(page, "DL501"))
-          .split("\n")
-          .find((r) => r.includes("DL501") && r.includes(`[Ln ${culprit.line},`)),
+        (await problemsText(page)).split("\n").find((r) => r.includes("DL501") && r.includes(`[Ln ${culprit.line},`)),
       RUN_TIMEOUT_MS - 60_000,
       2_000,
     );
     await shot("run-test");
     assert.ok(
       row,
-      `no DL501 at line ${culprit.line} of ${TEST_FILE} after running the test:\n${await problemsText(page, "DL501")}`,
+      `no DL501 at line ${culprit.line} of ${TEST_FILE} after running the test:\n${await problemsText(page)}`,
     );
   });
 });
@@ -391,8 +386,8 @@ describe("Dynamo Lens in an untrusted workspace", { skip: skip ? `SKIPPED: ${ski
       );
       await shot("untrusted-static");
       assert.ok(squiggle, "no static squiggle in the untrusted workspace");
-      assert.match(await problemsText(page, "DL101"), /DL101/);
-      const runtimeBefore = await problemsText(page, "DL50");
+      assert.match(await problemsText(page), /DL101/);
+      const runtimeBefore = await problemsText(page);
       await hidePanel(page);
 
       await runCommand(page, "Dynamo Lens: Run Current File");
@@ -414,13 +409,13 @@ describe("Dynamo Lens in an untrusted workspace", { skip: skip ? `SKIPPED: ${ski
       await page.waitForTimeout(2000); // the extension restarts its server when trust is granted
       await runCommand(page, "Dynamo Lens: Run Current File");
       const problems = await poll(
-        async () => /DL50[12]/.test(await problemsText(page, "DL50")),
+        async () => /DL50[12]/.test(await problemsText(page)),
         RUN_TIMEOUT_MS - 90_000,
         2_000,
       );
       await shot("trusted-run");
       assert.doesNotMatch(runtimeBefore, /DL50[123]/, "runtime findings appeared before any run");
-      assert.ok(problems, `no runtime findings after trusting the workspace:\n${await problemsText(page, "DL50")}`);
+      assert.ok(problems, `no runtime findings after trusting the workspace:\n${await problemsText(page)}`);
     },
   );
 });

@@ -91,22 +91,42 @@ export async function cursorPosition(page) {
 }
 
 /**
- * The rows of the Problems panel, one per line, narrowed by the panel's filter box to `filter` (the list is
- * virtualised: only rows on screen exist, so narrowing is how a test sees every row it cares about).
+ * Every row of the Problems panel, one per line. The list is virtualised (only rows on screen exist in the page),
+ * so it is scrolled from top to bottom and the rows are collected by their list index.
  */
-export async function problemsText(page, filter = "") {
+export async function problemsText(page) {
   const panel = page.locator(".markers-panel");
   if (!(await panel.isVisible().catch(() => false))) {
     await runCommand(page, "View: Focus Problems (Errors, Warnings, Infos)");
     await panel.waitFor({ state: "visible", timeout: 10_000 });
   }
-  const box = page.getByPlaceholder(/^Filter \(e\.g\./).first();
-  if ((await box.inputValue()) !== filter) {
-    await box.fill(filter);
-    await page.waitForTimeout(500);
+  const list = page.locator(".markers-panel .monaco-list").first();
+  const box = await list.boundingBox();
+  if (!box) {
+    return "";
   }
-  const rows = await page.locator(".markers-panel .monaco-list-row").allInnerTexts();
-  return rows.map((row) => row.replace(/\s*\n\s*/g, " ")).join("\n");
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.wheel(0, -100_000);
+  const rows = new Map();
+  for (let step = 0; step < 200; step++) {
+    const visible = await list
+      .locator(".monaco-list-row")
+      .evaluateAll((nodes) => nodes.map((node) => [Number(node.getAttribute("data-index")), node.innerText]));
+    const before = rows.size;
+    for (const [index, text] of visible) {
+      rows.set(index, text.replace(/\s*\n\s*/g, " "));
+    }
+    if (step > 0 && rows.size === before) {
+      break;
+    }
+    await page.mouse.wheel(0, box.height * 0.8);
+    await page.waitForTimeout(100);
+  }
+  await page.mouse.wheel(0, -100_000);
+  return [...rows.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([, text]) => text)
+    .join("\n");
 }
 
 /** The rendered lines of the active editor (what is on screen, including inlay hints and code lenses). */
