@@ -123,6 +123,7 @@ export async function problemsText(page) {
     await page.waitForTimeout(100);
   }
   await page.mouse.wheel(0, -100_000);
+  await page.waitForTimeout(200);
   return [...rows.entries()]
     .sort(([a], [b]) => a - b)
     .map(([, text]) => text)
