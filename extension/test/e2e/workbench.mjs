@@ -122,8 +122,10 @@ export async function problemsText(page) {
     await page.mouse.wheel(0, box.height * 0.8);
     await page.waitForTimeout(100);
   }
-  await page.mouse.wheel(0, -100_000);
-  await page.waitForTimeout(200);
+  for (let step = 0; step < 50 && (await list.locator('.monaco-list-row[data-index="0"]').count()) === 0; step++) {
+    await page.mouse.wheel(0, -box.height);
+    await page.waitForTimeout(50);
+  }
   return [...rows.entries()]
     .sort(([a], [b]) => a - b)
     .map(([, text]) => text)
