@@ -25,15 +25,16 @@ interface PythonExtensionApi {
 }
 
 /**
- * Which interpreter runs the server and the instrumented runs: the one selected in the Python extension when it
- * is installed, otherwise the `dynamoLens.interpreter` setting, otherwise `python3` (issue 5, item 2).
+ * Which interpreter runs the server and the instrumented runs: an explicit `dynamoLens.interpreter` setting wins (so
+ * a user can always override the choice, as ruff-vscode's `ruff.interpreter` does), then the interpreter selected in
+ * the Python extension when it is installed, then `python3`.
  */
 export function chooseInterpreter(fromPythonExtension: string | undefined, fromSetting: string): Interpreter {
-  if (fromPythonExtension) {
-    return { path: fromPythonExtension, origin: "python-extension" };
-  }
   if (fromSetting) {
     return { path: fromSetting, origin: "setting" };
+  }
+  if (fromPythonExtension) {
+    return { path: fromPythonExtension, origin: "python-extension" };
   }
   return { path: DEFAULT_PYTHON, origin: "default" };
 }

@@ -37,7 +37,7 @@ function serverSettings(interpreter: Interpreter, scopeUri?: string): ServerSett
   return toServerSettings(settings, interpreter.path, api.isWorkspaceTrusted());
 }
 
-/** The interpreter for the first workspace folder: Python extension, then `dynamoLens.interpreter`, then python3. */
+/** The interpreter for the first workspace folder: `dynamoLens.interpreter`, then the Python extension, then python3. */
 export async function resolveInterpreter(): Promise<Interpreter> {
   const folder = api.getWorkspaceFolders()[0];
   const fromExtension = await interpreterFromPythonExtension(folder?.uri);

@@ -22,11 +22,9 @@ function fakePython(version: string): string {
 }
 
 describe("chooseInterpreter", () => {
-  it("prefers the Python extension's selection, then the setting, then python3", () => {
-    expect(chooseInterpreter("/env/bin/python", "/set/python")).toEqual({
-      path: "/env/bin/python",
-      origin: "python-extension",
-    });
+  it("prefers an explicit setting, then the Python extension's selection, then python3", () => {
+    expect(chooseInterpreter("/env/bin/python", "/set/python")).toEqual({ path: "/set/python", origin: "setting" });
+    expect(chooseInterpreter("/env/bin/python", "")).toEqual({ path: "/env/bin/python", origin: "python-extension" });
     expect(chooseInterpreter(undefined, "/set/python")).toEqual({ path: "/set/python", origin: "setting" });
     expect(chooseInterpreter(undefined, "")).toEqual({ path: "python3", origin: "default" });
   });
