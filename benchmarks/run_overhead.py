@@ -35,7 +35,10 @@ TORCH_LOGS = "recompiles,guards,graph_breaks"
 
 
 def command(config: str, report: Path) -> tuple[list[str], dict[str, str]]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # Bytecode caching on, as in a real installation (pip writes .pyc files); a dev shell with
+    # PYTHONDONTWRITEBYTECODE=1 would otherwise charge every `dynamo-lens run` for compiling our sources again.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["OMP_NUM_THREADS"] = "1"
     if config == "plain":
         return [sys.executable, str(WORKLOAD)], env
     if config == "TORCH_LOGS":
