@@ -5,7 +5,7 @@
 * :func:`scan` is ``dynamo-lens check``: discover files, hash their contents, reuse the cached linked result when
   the set of files is unchanged, else run the per-file pass (cached per file, in worker processes when there are
   many) and link; then apply suppression comments and the settings (select/ignore/severity).
-* :func:`load_workspace` / :func:`analyse_files` build the per-file results (from the cache when unchanged); the
+* :func:`analyse_files` builds the per-file results (from the cache when unchanged); the
   language server keeps them, replaces an open document's entry with :func:`analyse_text` of its in-memory text on
   every change, and calls :func:`link_files` over the whole mapping.
 
@@ -63,10 +63,6 @@ class Workspace:
     files: Mapping[str, FileAnalysis]
     problems: tuple[FileProblem, ...] = ()
     cache_hits: int = 0
-    missing: tuple[str, ...] = ()
-    """Path arguments that do not exist."""
-    checked: int = 0
-    """How many files were found (analysed, served from the cache, or reported as problems)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,20 +131,6 @@ def _scan(paths: Sequence[str], settings: Settings, cache: AnalysisCache | None)
         files=len(discovery.files),
         cache_hits=hits,
         internal_errors=internal,
-    )
-
-
-def load_workspace(paths: Sequence[str], settings: Settings, cache: AnalysisCache | None) -> Workspace:
-    """Discover the files under ``paths`` and run the per-file pass over them (for the language server)."""
-    discovery = discover(paths, settings)
-    workspace = analyse_files(discovery.files, cache)
-    walk_problems = tuple(FileProblem(path, f"cannot list directory: {msg}") for path, msg in discovery.problems)
-    return Workspace(
-        files=workspace.files,
-        problems=walk_problems + workspace.problems,
-        cache_hits=workspace.cache_hits,
-        missing=discovery.missing,
-        checked=workspace.checked,
     )
 
 
@@ -222,7 +204,7 @@ def _analyse(paths: Sequence[str], cache: AnalysisCache | None, keys: Mapping[st
             problems.append(outcome)
         else:
             results[outcome.path] = outcome
-    return Workspace(results, tuple(sorted(problems, key=lambda p: p.path)), cache_hits=hits, checked=len(paths))
+    return Workspace(results, tuple(sorted(problems, key=lambda p: p.path)), cache_hits=hits)
 
 
 def _summary_problems(analyses: Iterable[FileAnalysis]) -> tuple[FileProblem, ...]:
