@@ -83,6 +83,10 @@ class Hanging:
     report_path: Path
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_hanging(tmp: Path) -> Hanging:
     """``hangs.py`` under the shim, returned once it has compiled and sleeps (it printed ``ready``)."""
     report = tmp / "report.json"
@@ -93,6 +97,9 @@ def start_hanging(tmp: Path) -> Hanging:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        # A shell that starts the test run in the background ignores SIGINT, and children inherit that; Python then
+        # never raises KeyboardInterrupt. Give the run the default handler, as an interactive terminal would.
+        preexec_fn=_default_sigint,
     )
     assert process.stdout is not None
     assert process.stdout.readline() == "ready\n"
