@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,6 +119,8 @@ def parse_target(script_argv: list[str] | None, module_argv: list[str] | None) -
 def handle(args: argparse.Namespace) -> int:
     from dynamo_lens.runtime.runner import passthrough, run
 
+    # What the summary needs after the run is imported while the script starts up, on the otherwise idle thread.
+    threading.Thread(target=_import_summary_modules, daemon=True).start()
     try:
         target = parse_target(args.target, args.module)
     except ValueError as exc:
@@ -144,6 +147,15 @@ def handle(args: argparse.Namespace) -> int:
         for line in [*budget, *([outcome.error] if outcome.error else [])]:
             print(f"dynamo-lens: {line}", file=sys.stderr)
     return exit_code(outcome, exceeded=bool(budget))
+
+
+def _import_summary_modules() -> None:
+    import dynamo_lens.config
+    import dynamo_lens.output.json_document
+    import dynamo_lens.output.paths
+    import dynamo_lens.output.sarif
+    import dynamo_lens.scan
+    import dynamo_lens.suppression  # noqa: F401
 
 
 def exit_code(outcome: RunOutcome, *, exceeded: bool) -> int:

@@ -46,7 +46,7 @@ Cancel = Callable[[], bool] | threading.Event
 
 DEFAULT_GRACE_S = 3.0
 """Time between SIGTERM and SIGKILL, long enough for the shim to write its report."""
-_POLL_S = 0.05
+_POLL_S = 0.01
 _READ_CHUNK = 1 << 16
 
 
