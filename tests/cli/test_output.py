@@ -16,11 +16,11 @@ from dynamo_lens.output.text import render_problem, summary_line
 from dynamo_lens.rules import all_rules
 from dynamo_lens.scan_sources import FileProblem
 
-CWD = Path("/work/project")
+CWD = Path("/home/ada/project")
 
 
 def _findings() -> list[Finding]:
-    model = "/work/project/pkg/model.py"
+    model = "/home/ada/project/pkg/model.py"
     return [
         Finding(
             code="DL101",
@@ -28,7 +28,7 @@ def _findings() -> list[Finding]:
             span=Span(model, 11, 9, 11, 24),
             message="`self.steps += 1` in forward: recompiles on every call",
             related=(
-                Related(Span("/work/project/train.py", 30, 5, 30, 25), "compiled here"),
+                Related(Span("/home/ada/project/train.py", 30, 5, 30, 25), "compiled here"),
                 Related(Span(model, 5, 9, 5, 19), "`self.steps = 0` in __init__"),
             ),
             fixes=(
@@ -65,8 +65,8 @@ def test_summary_line_without_findings() -> None:
 
 
 def test_problem_lines() -> None:
-    assert render_problem(FileProblem("/work/project/a.py", "binary file"), CWD) == "dynamo-lens: a.py: binary file"
-    located = FileProblem("/work/project/b.py", "not valid UTF-8", line=2, column=6)
+    assert render_problem(FileProblem("/home/ada/project/a.py", "binary file"), CWD) == "dynamo-lens: a.py: binary file"
+    located = FileProblem("/home/ada/project/b.py", "not valid UTF-8", line=2, column=6)
     assert render_problem(located, CWD) == "dynamo-lens: b.py:2:6: not valid UTF-8"
 
 
@@ -102,7 +102,7 @@ def _sarif_schema() -> dict[str, Any]:
 
 
 def _sarif() -> dict[str, Any]:
-    problems = [FileProblem("/work/project/bad.py", "not valid UTF-8", line=2, column=6)]
+    problems = [FileProblem("/home/ada/project/bad.py", "not valid UTF-8", line=2, column=6)]
     log: dict[str, Any] = json.loads(render("sarif", _findings(), problems, 3, CWD))
     return log
 
@@ -138,7 +138,7 @@ def test_sarif_driver_lists_every_rule() -> None:
 
 def test_sarif_results_carry_what_github_needs() -> None:
     run = _sarif()["runs"][0]
-    assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": "file:///work/project/"}}
+    assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": "file:///home/ada/project/"}}
     results = run["results"]
     assert [(r["ruleId"], r["level"]) for r in results] == [
         ("DL204", "note"),

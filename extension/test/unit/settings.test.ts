@@ -11,11 +11,11 @@ const config = (values: Record<string, unknown>): ConfigReader => ({
   get: <T>(key: string) => values[key] as T | undefined,
 });
 
-const context = { workspaceFolder: "/work/project", userHome: "/home/ada", env: { VENV: "/opt/venv" } };
+const context = { workspaceFolder: "/home/ada/project", userHome: "/home/ada", env: { VENV: "/opt/venv" } };
 
 describe("resolveVariables", () => {
   it.each([
-    ["${workspaceFolder}/.venv/bin/python", "/work/project/.venv/bin/python"],
+    ["${workspaceFolder}/.venv/bin/python", "/home/ada/project/.venv/bin/python"],
     ["${userHome}/py/bin/python", "/home/ada/py/bin/python"],
     ["~/py/bin/python", "/home/ada/py/bin/python"],
     ["${env:VENV}/bin/python", "/opt/venv/bin/python"],
@@ -54,7 +54,7 @@ describe("readSettings", () => {
     );
     expect(problems).toEqual([]);
     expect(settings).toEqual({
-      interpreter: "/work/project/.venv/bin/python",
+      interpreter: "/home/ada/project/.venv/bin/python",
       runTimeout: 42,
       enableStatic: false,
       enableRuntime: false,
