@@ -12,7 +12,7 @@ import ast
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from dynamo_lens.model import Span
 from dynamo_lens.static.context import DISABLE_DECORATORS, PARTIAL, FileContext, NodeAt, Scope
@@ -793,23 +793,28 @@ def _is_literal(node: ast.AST) -> bool:
     return False
 
 
+ConstantKind = Literal["none", "bool", "int", "float", "str", "unknown"]
+
+
+def constant_kind(value: object) -> ConstantKind:
+    """The kind of a literal's value (``None``, a bool, an int, a float, a string), ``unknown`` for the rest."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return "str" if isinstance(value, str) else "unknown"
+
+
 def _classify(node: ast.AST | None, ctx: FileContext) -> AttrKind:
     """What kind of value an expression evaluates to, as far as the text says (``unknown`` when unsure)."""
     if node is None:
         return "unknown"
     if isinstance(node, ast.Constant):
-        value = node.value
-        if value is None:
-            return "none"
-        if isinstance(value, bool):
-            return "bool"
-        if isinstance(value, int):
-            return "int"
-        if isinstance(value, float):
-            return "float"
-        if isinstance(value, str):
-            return "str"
-        return "unknown"
+        return constant_kind(node.value)
     if isinstance(node, ast.UnaryOp):
         if isinstance(node.op, ast.Not):
             return "bool"

@@ -12,6 +12,8 @@ import ast
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Literal
 
+from dynamo_lens.static.walk import constant_kind
+
 Resolve = Callable[[ast.AST], "str | None"]
 """``FileContext.resolve``: the absolute dotted name an expression refers to (``torch.nonzero``), or None."""
 
@@ -167,16 +169,7 @@ def _other_targets(node: ast.stmt) -> Iterator[str]:
 def value_kind(expr: ast.AST, resolve: Resolve, known: Callable[[str], ValueKind] | None = None) -> ValueKind:
     """The kind of Python value ``expr`` evaluates to, when it is evident from the expression itself."""
     if isinstance(expr, ast.Constant):
-        value = expr.value
-        if value is None:
-            return "none"
-        if isinstance(value, bool):
-            return "bool"
-        if isinstance(value, int):
-            return "int"
-        if isinstance(value, float):
-            return "float"
-        return "str" if isinstance(value, str) else "unknown"
+        return constant_kind(expr.value)
     if isinstance(expr, ast.JoinedStr):
         return "str"
     if isinstance(expr, ast.Compare) or (isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not)):
