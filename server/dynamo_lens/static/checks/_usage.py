@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from dynamo_lens.model import Edit, Finding, Fix, Related, Severity, Span
-from dynamo_lens.rules import get_rule
+from dynamo_lens.rules import Rule, get_rule
 from dynamo_lens.static.context import FileContext, NodeAt, Scope
 from dynamo_lens.static.summary import AttrInit, Candidate, CompileSite, Ref
 
@@ -278,6 +278,15 @@ def call_named(ctx: FileContext, at: NodeAt, names: frozenset[str]) -> ast.Call 
     return None
 
 
+def method_calls(ctx: FileContext, names: frozenset[str]) -> Iterator[tuple[NodeAt, ast.Call, ast.Attribute]]:
+    """Every call ``receiver.method(...)`` in the file whose method is one of ``names``, with its callee."""
+    for at in ctx.nodes(ast.Call):
+        call = at.node
+        assert isinstance(call, ast.Call)
+        if isinstance(call.func, ast.Attribute) and call.func.attr in names:
+            yield at, call, call.func
+
+
 def line_edit_move(ctx: FileContext, statement: ast.stmt, before: ast.stmt) -> tuple[Edit, Edit] | None:
     """Edits that move the one-line ``statement`` to just above ``before`` (same indentation as ``before``)."""
     if statement.end_lineno != statement.lineno:
@@ -327,6 +336,15 @@ def reach_of(table: Usage, at: NodeAt, receiver: ast.expr) -> ModuleReach | None
             if outer is not None:
                 return ModuleReach(outer.sites, True)
     return None
+
+
+def after_compiled_run(
+    ctx: FileContext, rule: Rule, node: ast.AST, message: str, reach: ModuleReach, earlier: HandleCall
+) -> UsageCandidate:
+    """A finding at ``node``, on a module that compiled code reaches (``reach``), made after that code ran."""
+    ran_first = Related(ctx.span(earlier.call), f"compiled `{earlier.handle.name}` ran here first")
+    sites = tuple(sorted(reach.sites, key=lambda s: (s.span.line, s.span.column)))
+    return UsageCandidate(rule.code, ctx.span(node), message, rule.default_severity, sites, related=(ran_first,))
 
 
 def _submodule_owners(table: Usage, at: NodeAt, name: str) -> Iterator[ast.expr]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from dynamo_lens.model import Finding, Related, Span
 from dynamo_lens.rules.dl112_train_eval_toggle import RULE
 from dynamo_lens.static.checks import Check
-from dynamo_lens.static.checks._usage import READ_EVENTS, Usage, position, scope_key, usage
+from dynamo_lens.static.checks._usage import READ_EVENTS, Usage, method_calls, position, scope_key, usage
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.summary import Candidate, CompileSite, Ref
@@ -18,6 +18,7 @@ from dynamo_lens.static.summary import Candidate, CompileSite, Ref
 MODE_SENSITIVE = re.compile(r"Dropout|BatchNorm|InstanceNorm|RNN|LSTM|GRU|MultiheadAttention|Transformer")
 """``torch.nn`` layers whose forward reads ``training`` (or that contain such layers)."""
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+MODE_METHODS = frozenset({"eval", "train"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +34,7 @@ def collect(ctx: FileContext) -> Iterator[ModeSwitch]:
     table = usage(ctx)
     if not table.handles:
         return
-    for at in ctx.nodes(ast.Call):
-        call = at.node
-        assert isinstance(call, ast.Call)
-        func = call.func
-        if not isinstance(func, ast.Attribute) or func.attr not in ("eval", "train"):
-            continue
+    for at, call, func in method_calls(ctx, MODE_METHODS):
         if not isinstance(func.value, ast.Name):
             continue
         mode = _mode(func.attr, call)

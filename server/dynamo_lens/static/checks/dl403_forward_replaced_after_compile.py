@@ -5,10 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from dynamo_lens.model import Related
 from dynamo_lens.rules.dl403_forward_replaced_after_compile import RULE
 from dynamo_lens.static.checks import Check
-from dynamo_lens.static.checks._usage import UsageCandidate, judge_usage, reach_of, usage
+from dynamo_lens.static.checks._usage import UsageCandidate, after_compiled_run, judge_usage, reach_of, usage
 from dynamo_lens.static.context import FileContext
 
 
@@ -34,14 +33,7 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
                 "`forward` in the instance `__dict__` and compiles it on the next call (one compile per new "
                 "function; results stay right), but the compiled module no longer runs the code its class shows"
             )
-            yield UsageCandidate(
-                RULE.code,
-                ctx.span(target),
-                message,
-                RULE.default_severity,
-                tuple(sorted(reach.sites, key=lambda s: (s.span.line, s.span.column))),
-                related=(Related(ctx.span(earlier.call), f"compiled `{name}` ran here first"),),
-            )
+            yield after_compiled_run(ctx, RULE, target, message, reach, earlier)
 
 
 CHECK = Check(RULE.code, collect=collect, judge=judge_usage)
