@@ -18,7 +18,7 @@ costs one extra compile or one per call depends on the kind of value; the per-co
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from dynamo_lens.model import Finding, Related, Span
@@ -245,6 +245,15 @@ def read_related(flow: AttrFlow, at: Span) -> tuple[Related, ...]:
             return (Related(access.event.span, f"`self.{flow.attr}` is read here: Dynamo guards its value"),)
         return ()
     return ()
+
+
+def judge_attrs(
+    index: WorkspaceIndex, judge: Callable[[WorkspaceIndex, ClassFlow, AttrFlow], Iterable[Finding]]
+) -> list[Finding]:
+    """What ``judge`` finds on each attribute of each class flow, one finding per place (see ``keep_loudest``)."""
+    return keep_loudest(
+        f for flow in class_flows(index) for attr in flow.attrs.values() for f in judge(index, flow, attr)
+    )
 
 
 def keep_loudest(findings: Iterable[Finding]) -> list[Finding]:

@@ -8,16 +8,7 @@ from dynamo_lens.model import Edit, Finding, Fix, Severity, Span
 from dynamo_lens.rules.dl101_scalar_attr_mutated_in_forward import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.index import WorkspaceIndex
-from dynamo_lens.static.state_flow import (
-    Access,
-    AttrFlow,
-    ClassFlow,
-    class_flows,
-    init_related,
-    keep_loudest,
-    read_related,
-    sites_of,
-)
+from dynamo_lens.static.state_flow import Access, AttrFlow, ClassFlow, init_related, judge_attrs, read_related, sites_of
 from dynamo_lens.static.summary import AttrKind
 
 SCALARS: frozenset[AttrKind] = frozenset({"int", "float", "bool", "str"})
@@ -41,18 +32,18 @@ def scalar_kind(flow: AttrFlow) -> AttrKind | None:
     return None
 
 
-def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
-    findings: list[Finding] = []
-    for flow in class_flows(index):
-        for attr in flow.attrs.values():
-            if not attr.carried or attr.init is None:
-                continue  # not carried across calls, or created outside __init__ (DL103)
-            kind = scalar_kind(attr)
-            if kind is None:
-                continue
-            changes = [a for a in attr.changes if a.event.kind in ("write", "aug")]
-            findings.extend(_finding(index, flow, attr, kind, change, changes) for change in changes)
-    yield from keep_loudest(findings)
+def judge_workspace(index: WorkspaceIndex) -> list[Finding]:
+    return judge_attrs(index, _judge)
+
+
+def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[Finding]:
+    if not attr.carried or attr.init is None:
+        return  # not carried across calls, or created outside __init__ (DL103)
+    kind = scalar_kind(attr)
+    if kind is None:
+        return
+    changes = [a for a in attr.changes if a.event.kind in ("write", "aug")]
+    yield from (_finding(index, flow, attr, kind, change, changes) for change in changes)
 
 
 def _finding(

@@ -8,16 +8,7 @@ from dynamo_lens.model import Finding, Severity
 from dynamo_lens.rules.dl102_container_attr_mutated_in_forward import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.index import WorkspaceIndex
-from dynamo_lens.static.state_flow import (
-    Access,
-    AttrFlow,
-    ClassFlow,
-    class_flows,
-    init_related,
-    keep_loudest,
-    read_related,
-    sites_of,
-)
+from dynamo_lens.static.state_flow import Access, AttrFlow, ClassFlow, init_related, judge_attrs, read_related, sites_of
 from dynamo_lens.static.walk import GROWING_METHODS, SHRINKING_METHODS
 
 _LIST_ONLY = frozenset({"append", "extend", "insert", "appendleft", "extendleft"})
@@ -25,12 +16,8 @@ _CONTAINERS = frozenset({"list", "dict", "set"})
 _GUARD = {"list": "its length (LENGTH_CHECK)", "dict": "its keys (DICT_LENGTH)", "set": "its length (LENGTH_CHECK)"}
 
 
-def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
-    findings: list[Finding] = []
-    for flow in class_flows(index):
-        for attr in flow.attrs.values():
-            findings.extend(_judge(index, flow, attr))
-    yield from keep_loudest(findings)
+def judge_workspace(index: WorkspaceIndex) -> list[Finding]:
+    return judge_attrs(index, _judge)
 
 
 def _container_kind(attr: AttrFlow, mutations: list[Access]) -> str | None:

@@ -9,27 +9,14 @@ from dynamo_lens.model import Finding
 from dynamo_lens.rules.dl105_tensor_attr_rebound_in_forward import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.index import WorkspaceIndex
-from dynamo_lens.static.state_flow import (
-    Access,
-    AttrFlow,
-    ClassFlow,
-    class_flows,
-    init_related,
-    keep_loudest,
-    read_related,
-    sites_of,
-)
+from dynamo_lens.static.state_flow import Access, AttrFlow, ClassFlow, init_related, judge_attrs, read_related, sites_of
 
 _GROWING_CALL = re.compile(r"\b(cat|concat|concatenate|stack|hstack|vstack|column_stack|dstack)\(")
 _TENSOR_KINDS = frozenset({"tensor", "buffer", "parameter"})
 
 
-def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
-    findings: list[Finding] = []
-    for flow in class_flows(index):
-        for attr in flow.attrs.values():
-            findings.extend(_judge(index, flow, attr))
-    yield from keep_loudest(findings)
+def judge_workspace(index: WorkspaceIndex) -> list[Finding]:
+    return judge_attrs(index, _judge)
 
 
 def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[Finding]:
