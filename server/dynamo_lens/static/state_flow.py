@@ -18,12 +18,12 @@ costs one extra compile or one per call depends on the kind of value; the per-co
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from dynamo_lens.model import Finding, Related, Span
 from dynamo_lens.static.index import ClassKey, WorkspaceIndex
-from dynamo_lens.static.summary import AttrInit, AttrKind, CompileSite, MethodSummary, StateEvent
+from dynamo_lens.static.summary import AttrInit, AttrKind, ClassSummary, CompileSite, MethodSummary, StateEvent
 
 _MAX_INLINE_DEPTH = 6
 READING = frozenset({"read", "aug", "mutate", "inplace", "call"})
@@ -271,3 +271,17 @@ def keep_loudest(findings: Iterable[Finding]) -> list[Finding]:
 def method_summary(index: WorkspaceIndex, owner: ClassKey, name: str) -> MethodSummary | None:
     summary = index.class_summary(owner)
     return summary.method(name) if summary is not None else None
+
+
+def unseen_summaries(
+    index: WorkspaceIndex, key: ClassKey, seen: set[ClassKey]
+) -> Iterator[tuple[ClassKey, ClassSummary]]:
+    """The workspace classes along ``key``'s MRO with their summaries; nothing when ``key`` is already in ``seen``
+    (which it joins), so that a walk from a class into the classes of its submodules ends on cycles."""
+    if key in seen:
+        return
+    seen.add(key)
+    for owner in index.mro(key)[0]:
+        summary = index.class_summary(owner)
+        if summary is not None:
+            yield owner, summary

@@ -8,7 +8,7 @@ from dynamo_lens.model import Finding, Span
 from dynamo_lens.rules.dl106_submodule_replaced_in_forward import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.index import ClassKey, WorkspaceIndex
-from dynamo_lens.static.state_flow import Access, class_flows, keep_loudest, method_summary, sites_of
+from dynamo_lens.static.state_flow import Access, class_flows, keep_loudest, method_summary, sites_of, unseen_summaries
 from dynamo_lens.static.summary import Ref
 
 TORCH_MODULES_WITH_PARAMETERS = frozenset(
@@ -86,13 +86,7 @@ def _builds_parameters(index: WorkspaceIndex, path: str, ref: Ref) -> str | None
 
 def _has_parameters(index: WorkspaceIndex, key: ClassKey, seen: set[ClassKey]) -> bool:
     """Instances of the workspace class ``key`` own parameters (their ``__init__`` creates some)."""
-    if key in seen:
-        return False
-    seen.add(key)
-    for current in index.mro(key)[0]:
-        summary = index.class_summary(current)
-        if summary is None:
-            continue
+    for current, summary in unseen_summaries(index, key, seen):
         for attr in summary.init_attrs:
             if attr.kind == "parameter":
                 return True

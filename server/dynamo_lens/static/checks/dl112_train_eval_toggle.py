@@ -13,6 +13,7 @@ from dynamo_lens.static.checks import Check
 from dynamo_lens.static.checks._usage import READ_EVENTS, Usage, method_calls, position, scope_key, usage
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.index import ClassKey, WorkspaceIndex
+from dynamo_lens.static.state_flow import unseen_summaries
 from dynamo_lens.static.summary import Candidate, CompileSite, Ref
 
 MODE_SENSITIVE = re.compile(r"Dropout|BatchNorm|InstanceNorm|RNN|LSTM|GRU|MultiheadAttention|Transformer")
@@ -100,13 +101,7 @@ def judge(candidate: ModeSwitch, index: WorkspaceIndex) -> Iterator[Finding]:
 
 def _reads_training(index: WorkspaceIndex, key: ClassKey, seen: set[ClassKey]) -> bool:
     """Whether instances of ``key`` read ``training`` anywhere (themselves or through a submodule)."""
-    if key in seen:
-        return False
-    seen.add(key)
-    for owner in index.mro(key)[0]:
-        summary = index.class_summary(owner)
-        if summary is None:
-            continue
+    for owner, summary in unseen_summaries(index, key, seen):
         for method in summary.methods:
             if any(e.attr == "training" and e.kind in READ_EVENTS for e in method.events):
                 return True
