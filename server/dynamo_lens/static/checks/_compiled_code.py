@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -253,6 +253,16 @@ IN_LOOP = (
     "(torch 2.13 compiled nothing for it)"
 )
 """Appended to a graph-break message when the break is inside a ``for``/``while`` body (measured: no frame compiled)."""
+
+
+MAX_REBINDINGS = 3
+"""How many statements that bind a name again a finding lists (in its message and as related places)."""
+
+
+def rebinding_places(ctx: FileContext, targets: Sequence[ast.expr], label: str) -> tuple[str, tuple[Related, ...]]:
+    """``line 3, line 9`` for the message, and the same first few ``targets`` as related places labelled ``label``."""
+    shown = targets[:MAX_REBINDINGS]
+    return ", ".join(f"line {t.lineno}" for t in shown), tuple(Related(ctx.span(t), label) for t in shown)
 
 
 def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dynamo_lens.model import Finding, Related, Severity
+from dynamo_lens.model import Finding, Severity
 from dynamo_lens.rules.dl204_global_mutated import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.checks._compiled_code import (
@@ -21,6 +21,7 @@ from dynamo_lens.static.checks._compiled_code import (
     InsideCompiledCandidate,
     function_bodies,
     judge,
+    rebinding_places,
 )
 from dynamo_lens.static.checks._python_values import ValueKind, merge_kinds, range_loop_names, value_kind
 from dynamo_lens.static.context import FileContext
@@ -28,7 +29,6 @@ from dynamo_lens.static.context import FileContext
 if TYPE_CHECKING:
     from dynamo_lens.static.index import WorkspaceIndex
 
-MAX_RELATED = 3
 RECOMPILE_LIMIT = 8
 UNBOUNDED = frozenset({"int", "str", "list", "tuple"})
 BOUNDED = frozenset({"float", "bool"})
@@ -265,7 +265,7 @@ def _candidate(
     else:
         return None
     rebinds = [b for b in bindings if b.rebinds]
-    where = ", ".join(f"line {b.target.lineno}" for b in rebinds[:MAX_RELATED])
+    where, related = rebinding_places(ctx, [b.target for b in rebinds], f"`{shown}` assigned here")
     what_changes = f"the global {kind} `{shown}` is assigned again" if is_name else f"`{shown}` ({kind}) is changed"
     message = f"{what_changes} ({where}); compiled code that reads it makes Dynamo guard {guard}: {cost} (torch 2.13)"
     owner = read.id if isinstance(read, ast.Name) else shown.partition(".")[0].partition("[")[0]
@@ -275,7 +275,7 @@ def _candidate(
         function=body.qualname,
         message=message,
         severity=severity,
-        related=tuple(Related(ctx.span(b.target), f"`{shown}` assigned here") for b in rebinds[:MAX_RELATED]),
+        related=related,
         data=(("name", shown), ("kind", kind), ("global", owner)),
     )
 

@@ -11,7 +11,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from dynamo_lens.model import Related, Severity
+from dynamo_lens.model import Severity
 from dynamo_lens.rules.dl205_closure_scalar_rebound import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.checks._compiled_code import (
@@ -19,12 +19,12 @@ from dynamo_lens.static.checks._compiled_code import (
     InsideCompiledCandidate,
     function_bodies,
     judge,
+    rebinding_places,
     target_names,
 )
 from dynamo_lens.static.checks._python_values import ValueKind, merge_kinds, range_loop_names, value_kind
 from dynamo_lens.static.context import FileContext
 
-MAX_RELATED = 3
 RECOMPILE_LIMIT = 8
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
@@ -163,7 +163,7 @@ def _candidate(
         cost = "one recompile when it stops being None"
     else:
         return None
-    where = ", ".join(f"line {b.line}" for b in rebinds[:MAX_RELATED])
+    where, related = rebinding_places(ctx, [b.target for b in rebinds], f"`{name}` bound again here")
     message = (
         f"the closed-over {kind} `{name}` is bound again ({where}); compiled code that reads it makes Dynamo guard "
         f"`{name} == <value>`: {cost} (torch 2.13)"
@@ -174,7 +174,7 @@ def _candidate(
         function=body.qualname,
         message=message,
         severity=severity,
-        related=tuple(Related(ctx.span(b.target), f"`{name}` bound again here") for b in rebinds[:MAX_RELATED]),
+        related=related,
         data=(("name", name), ("kind", kind)),
     )
 
