@@ -89,6 +89,12 @@ def _summarize_tree(path: str, text: str, tree: ast.Module, error: str | None) -
     ctx = FileContext(path, text, tree, LineIndex(path, text))
     walker = Walker(ctx)
     walker.run()
+    return summarize_walked(ctx, walker, error)
+
+
+def summarize_walked(ctx: FileContext, walker: Walker, error: str | None = None) -> FileSummary:
+    """The rest of :func:`summarize` once every block of ``ctx.tree`` has been added to ``walker``: names resolved,
+    compile sites found, every check's candidates collected."""
     classes, functions, instances = walker.finish()
     ctx.compile_sites = find_compile_sites(ctx, walker.decorated, instances)
     candidates: list[Candidate] = []
@@ -100,9 +106,9 @@ def _summarize_tree(path: str, text: str, tree: ast.Module, error: str | None) -
         except RecursionError:
             raise
         except Exception:  # a bug in one check must not cost the user every other finding
-            _log.exception("check %s failed on %s", check.code, path)
+            _log.exception("check %s failed on %s", check.code, ctx.path)
     return FileSummary(
-        path=path,
+        path=ctx.path,
         error=error,
         imports=tuple(ctx.aliases.items()),
         classes=classes,

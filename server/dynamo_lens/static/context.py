@@ -7,8 +7,9 @@ again, they ask for the nodes they care about with :meth:`FileContext.nodes`.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from dynamo_lens.model import Span
 from dynamo_lens.static.positions import LineIndex
@@ -20,6 +21,16 @@ PARTIAL = "functools.partial"
 DISABLE_DECORATORS = frozenset(
     {"torch.compiler.disable", "torch._dynamo.disable", "torch._dynamo.eval_frame.disable", "torch.jit.ignore"}
 )
+
+
+T = TypeVar("T")
+
+
+class Block(Protocol):
+    """What a check may see of one block of top-level statements (``static/walk.py`` records them)."""
+
+    nodes: dict[type[ast.AST], list[NodeAt]]
+    memo: dict[str, tuple[object, Any]]
 
 
 @dataclass(slots=True, eq=False)
@@ -77,10 +88,24 @@ class FileContext:
     defined_names: set[str] = field(default_factory=set)
     """Every simple name some scope of the file defines with ``def``/``class`` (a fast negative test)."""
     by_type: dict[type[ast.AST], list[NodeAt]] = field(default_factory=dict)
+    name_bindings: dict[str, list[NodeAt]] = field(default_factory=dict)
+    """Name → the assignment statements (``Assign``, ``AnnAssign``, ``AugAssign``) with a target that binds it
+    (``x = ...``, ``x, y = ...``, ``x += 1``), in source order: ask for the names you care about instead of looping
+    over every assignment of the file."""
+    member_bindings: dict[str, list[NodeAt]] = field(default_factory=dict)
+    """Name → the assignment statements with a target that starts at it (``cfg.scale = ...``, ``d["k"] += 1``,
+    ``model.encoder.forward = f``), in source order."""
+    attribute_bindings: dict[str, list[NodeAt]] = field(default_factory=dict)
+    """Attribute → the assignment statements with a target ``<expr>.<attribute>``, in source order."""
     assigned_names: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """id(value node) → the plain names it is assigned to (``cm = torch.compile(m)`` → ``("cm",)``)."""
     compile_sites: tuple[CompileSite, ...] = ()
     """Filled after the walk; checks may use them (``DL201`` looks at ``in_loop``)."""
+    blocks: Sequence[Block] = ()
+    """The file's top-level statements in blocks (one block on the command line; see ``static/incremental.py``)."""
+    names: object = None
+    """Stands for every name the file resolves (its aliases and definitions): equal for two versions whose names are
+    the same, so a result that only depends on a block and on names can be kept with the block (:meth:`per_block`)."""
 
     # -- nodes -------------------------------------------------------------------------------------------------
     def nodes(self, *types: type[ast.AST]) -> Sequence[NodeAt]:
@@ -97,6 +122,19 @@ class FileContext:
 
     def source(self, node: ast.AST, limit: int = 80) -> str:
         return self.lines.source(node, limit)
+
+    def per_block(self, name: str, compute: Callable[[Mapping[type[ast.AST], list[NodeAt]]], T]) -> list[T]:
+        """``compute(nodes)`` of every block (its recorded nodes by type), in order. Each result is kept with its
+        block under ``name`` while the file's :attr:`names` are the same, so that in the editor an edit recomputes
+        only the blocks it touched: ``compute`` may use the nodes and names, never positions (a block moves when
+        lines are added above it, its nodes with it) nor other blocks."""
+        results: list[T] = []
+        for block in self.blocks:
+            found = block.memo.get(name)
+            if found is None or found[0] is not self.names:
+                found = block.memo[name] = (self.names, compute(block.nodes))
+            results.append(found[1])
+        return results
 
     # -- names -------------------------------------------------------------------------------------------------
     def ref(self, expr: ast.AST, scope: Scope | None = None) -> Ref | None:

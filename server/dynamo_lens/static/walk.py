@@ -12,7 +12,7 @@ import ast
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from dynamo_lens.model import Span
 from dynamo_lens.static.context import DISABLE_DECORATORS, PARTIAL, FileContext, NodeAt, Scope
@@ -58,6 +58,29 @@ _LEAVES = frozenset(
 """Node types with nothing below them that the walk records."""
 _RECORDED = frozenset({*ast.stmt.__subclasses__(), ast.Call, ast.Lambda})
 """Node types :meth:`FileContext.nodes` returns."""
+_BINDINGS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
+"""Statements filed by what their targets bind (:attr:`FileContext.name_bindings` and the like)."""
+
+
+K = TypeVar("K")
+
+
+def _merge(into: dict[K, list[NodeAt]], recorded: dict[K, list[NodeAt]]) -> None:
+    """Append a block's recorded nodes to the file's (blocks are added in source order)."""
+    for key, found in recorded.items():
+        bucket = into.get(key)
+        if bucket is None:
+            into[key] = list(found)
+        else:
+            bucket.extend(found)
+
+
+def _file(index: dict[str, list[NodeAt]], key: str, at: NodeAt) -> None:
+    found = index.get(key)
+    if found is None:
+        index[key] = [at]
+    elif found[-1] is not at:  # `x.a = x.b = 0`: one statement is filed once under each key
+        found.append(at)
 
 
 def _is_module_constructor(dotted: str) -> bool:
@@ -125,47 +148,188 @@ class _PendingAlias:
     scope: Scope
 
 
-class Walker:
-    """Walks one module once. Use :meth:`run`, then read the results."""
+Names = tuple[tuple[tuple[str, Ref], ...], tuple[tuple[str, str], ...]]
+"""A snapshot of the names that resolve while a block is walked: the aliases, and the module's own definitions."""
+NO_NAMES: Names = ((), ())
 
-    def __init__(self, ctx: FileContext) -> None:
+FinalNames = tuple[tuple[tuple[str, Ref], ...], tuple[tuple[str, tuple[tuple[str, str], ...]], ...]]
+"""Every alias (after :meth:`Walker.finish` resolved them) and every scope's definitions: what freezing resolves."""
+
+
+@dataclass(slots=True, eq=False)
+class _Frozen:
+    """A block's classes, functions and instances, frozen: valid for ``names`` while the block starts at ``line``."""
+
+    names: FinalNames
+    line: int
+    classes: tuple[ClassSummary, ...]
+    functions: tuple[FunctionSummary, ...]
+    instances: tuple[InstanceBinding, ...]
+
+
+@dataclass(slots=True, eq=False)
+class BlockWalk:
+    """What walking one block of top-level statements recorded.
+
+    The editor's incremental path (``static/incremental.py``) keeps it with its block and replays it instead of
+    walking again while the block's statements are the same nodes and the names in scope when it starts are the
+    same: nothing a walk records depends on anything else (names used above their definition are resolved later, by
+    :meth:`Walker.finish`, which is memoised per block in the same way).
+    """
+
+    statements: list[ast.stmt]
+    names_before: Names
+    names_after: Names = NO_NAMES
+    nodes: dict[type[ast.AST], list[NodeAt]] = field(default_factory=dict)
+    name_bindings: dict[str, list[NodeAt]] = field(default_factory=dict)
+    member_bindings: dict[str, list[NodeAt]] = field(default_factory=dict)
+    attribute_bindings: dict[str, list[NodeAt]] = field(default_factory=dict)
+    aliases: list[tuple[str, Ref]] = field(default_factory=list)
+    definitions: list[tuple[str, str, str]] = field(default_factory=list)
+    """(scope qualname, simple name, qualname) of every ``def`` and ``class``."""
+    assigned: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+    classes: list[_ClassBuilder] = field(default_factory=list)
+    functions: list[_FunctionBuilder] = field(default_factory=list)
+    pending_aliases: list[_PendingAlias] = field(default_factory=list)
+    instances: list[tuple[Scope, str, ast.AST, ast.AST]] = field(default_factory=list)
+    decorated: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, Scope]] = field(default_factory=list)
+    frozen: _Frozen | None = None
+    memo: dict[str, tuple[object, Any]] = field(default_factory=dict)
+    """What checks computed from this block alone (:meth:`FileContext.per_block`)."""
+
+
+class Walker:
+    """Walks one module once, block by block. Use :meth:`run` (the whole module as one block) or :meth:`add` for
+    each block in order, then :meth:`finish`."""
+
+    def __init__(
+        self, ctx: FileContext, module_scope: Scope | None = None, previous_names: FinalNames | None = None
+    ) -> None:
         self.ctx = ctx
-        self.module_scope = Scope("module", "", ctx.tree, None)
+        if module_scope is None:
+            module_scope = Scope("module", "", ctx.tree, None)
+        module_scope.node = ctx.tree
+        self.module_scope = module_scope
+        """Shared by every version of a file on the incremental path: recorded nodes of reused blocks point at it."""
         self.scope = self.module_scope
         self.loop_depth = 0
         self.branch_depth = 0
         self.function: _FunctionBuilder | None = None
         """The method or function whose body is being walked (None in nested lambdas and at class/module level)."""
         self.cls: _ClassBuilder | None = None
-        self.classes: list[_ClassBuilder] = []
-        self.functions: list[_FunctionBuilder] = []
-        self.pending_aliases: list[_PendingAlias] = []
-        self.instances: list[tuple[Scope, str, ast.AST, ast.AST]] = []
-        self.decorated: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, Scope]] = []
+        self.blocks: list[BlockWalk] = []
+        self.replayed = 0
+        """How many blocks :meth:`add` replayed instead of walking."""
+        self.block = BlockWalk([], NO_NAMES)
+        """The block being walked: what the walk records goes here."""
+        self.names = NO_NAMES
+        self.previous_names = previous_names
+        self.final_names: FinalNames | None = None
         self.import_end = 1
         self._known: set[str] | None = None
 
     # -- driver ------------------------------------------------------------------------------------------------
     def run(self) -> None:
-        for statement in self.ctx.tree.body:
-            self.visit(statement)
+        self.add(self.ctx.tree.body)
+
+    def add(self, statements: list[ast.stmt], previous: BlockWalk | None = None) -> BlockWalk:
+        """Walk the next block of top-level statements, or replay ``previous`` (an earlier walk of these very
+        statement nodes) when the names in scope are still the ones it was walked with."""
+        if previous is not None and previous.statements is statements and self._same_names(previous.names_before):
+            block = previous
+            self._replay(block)
+            self.replayed += 1
+        else:
+            block = self._walk(statements)
+        self.blocks.append(block)
+        ctx = self.ctx
+        _merge(ctx.by_type, block.nodes)
+        _merge(ctx.name_bindings, block.name_bindings)
+        _merge(ctx.member_bindings, block.member_bindings)
+        _merge(ctx.attribute_bindings, block.attribute_bindings)
+        for statement in statements:
             if isinstance(statement, ast.Import | ast.ImportFrom):
                 self.import_end = (statement.end_lineno or statement.lineno) + 1
+        return block
+
+    @property
+    def decorated(self) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, Scope]]:
+        return [found for block in self.blocks for found in block.decorated]
+
+    def _same_names(self, names: Names) -> bool:
+        if names is self.names:
+            return True
+        if names == self.names:
+            self.names = names  # the same value again: later blocks compare by identity
+            return True
+        return False
+
+    def _walk(self, statements: list[ast.stmt]) -> BlockWalk:
+        block = self.block = BlockWalk(statements, self.names)
+        for statement in statements:
+            self.visit(statement)
+        if block.aliases or any(not scope for scope, _, _ in block.definitions):
+            self.names = (tuple(self.ctx.aliases.items()), tuple(self.ctx.local_defs.get("", {}).items()))
+        block.names_after = self.names
+        return block
+
+    def _replay(self, block: BlockWalk) -> None:
+        ctx = self.ctx
+        for name, ref in block.aliases:
+            ctx.aliases[name] = ref
+        for scope, name, qualname in block.definitions:
+            ctx.local_defs.setdefault(scope, {})[name] = qualname
+            ctx.defined_names.add(name)
+        for key, names in block.assigned:
+            ctx.assigned_names[key] = names
+        self.names = block.names_after
 
     def visit(self, node: ast.AST) -> None:
         kind = type(node)
         if kind in _LEAVES:
             return
         if kind in _RECORDED:
-            bucket = self.ctx.by_type.get(kind)
+            bucket = self.block.nodes.get(kind)
             if bucket is None:
-                bucket = self.ctx.by_type[kind] = []
-            bucket.append(NodeAt(node, self.scope, self.loop_depth, self.branch_depth))
+                bucket = self.block.nodes[kind] = []
+            at = NodeAt(node, self.scope, self.loop_depth, self.branch_depth)
+            bucket.append(at)
+            if kind in _BINDINGS:
+                self._index_targets(node, at)
         handler = _HANDLERS.get(kind)
         if handler is None:
             self.generic(node)
         else:
             handler(self, node)
+
+    def _index_targets(self, node: ast.AST, at: NodeAt) -> None:
+        """File the assignment under the names its targets bind or change (``FileContext.name_bindings`` ...)."""
+        targets = node.targets if isinstance(node, ast.Assign) else (node.target,)  # type: ignore[attr-defined]
+        for target in targets:
+            if type(target) is ast.Name:
+                _file(self.block.name_bindings, target.id, at)
+            else:
+                self._index_target(target, at)
+
+    def _index_target(self, target: ast.AST, at: NodeAt) -> None:
+        if isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                if type(element) is ast.Name:
+                    _file(self.block.name_bindings, element.id, at)
+                else:
+                    self._index_target(element, at)
+        elif isinstance(target, ast.Starred):
+            self._index_target(target.value, at)
+        elif isinstance(target, ast.Name):
+            _file(self.block.name_bindings, target.id, at)
+        elif isinstance(target, ast.Attribute | ast.Subscript):
+            if isinstance(target, ast.Attribute):
+                _file(self.block.attribute_bindings, target.attr, at)
+            root: ast.AST = target.value
+            while isinstance(root, ast.Attribute | ast.Subscript):
+                root = root.value
+            if isinstance(root, ast.Name):
+                _file(self.block.member_bindings, root.id, at)
 
     def generic(self, node: ast.AST) -> None:
         for name in node._fields:
@@ -185,10 +349,10 @@ class Walker:
     def _import(self, node: ast.Import) -> None:
         for alias in node.names:
             if alias.asname:
-                self.ctx.aliases[alias.asname] = Ref(alias.name)
+                self._alias(alias.asname, Ref(alias.name))
             else:
                 top = alias.name.partition(".")[0]
-                self.ctx.aliases[top] = Ref(top)
+                self._alias(top, Ref(top))
 
     def _import_from(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -196,12 +360,17 @@ class Walker:
             if alias.name == "*":
                 continue
             dotted = f"{module}.{alias.name}" if module else alias.name
-            self.ctx.aliases[alias.asname or alias.name] = Ref(dotted, node.level)
+            self._alias(alias.asname or alias.name, Ref(dotted, node.level))
+
+    def _alias(self, name: str, ref: Ref) -> None:
+        self.ctx.aliases[name] = ref
+        self.block.aliases.append((name, ref))
 
     def _define(self, name: str) -> str:
         qualname = f"{self.scope.qualname}.{name}" if self.scope.qualname else name
         self.ctx.local_defs.setdefault(self.scope.qualname, {})[name] = qualname
         self.ctx.defined_names.add(name)
+        self.block.definitions.append((self.scope.qualname, name, qualname))
         return qualname
 
     # -- definitions ---------------------------------------------------------------------------------------------
@@ -211,11 +380,11 @@ class Walker:
         for keyword in node.keywords:
             self.visit(keyword.value)
         if node.decorator_list:
-            self.decorated.append((node, self.scope))
+            self.block.decorated.append((node, self.scope))
         outer = self.scope
         scope = Scope("class", self._define(node.name), node, outer)
         builder = _ClassBuilder(scope, node, outer)
-        self.classes.append(builder)
+        self.block.classes.append(builder)
         saved = (self.scope, self.cls, self.function, self.loop_depth, self.branch_depth)
         self.scope, self.cls, self.function, self.loop_depth, self.branch_depth = scope, builder, None, 0, 0
         for statement in node.body:
@@ -232,7 +401,7 @@ class Walker:
         self.visit_all([d for d in args.defaults if d is not None])
         self.visit_all([d for d in args.kw_defaults if d is not None])
         if node.decorator_list:
-            self.decorated.append((node, self.scope))
+            self.block.decorated.append((node, self.scope))
         parent = self.scope
         params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
         if args.vararg:
@@ -264,7 +433,7 @@ class Walker:
         if in_class and self.cls is not None:
             self.cls.methods.append(builder)
         else:
-            self.functions.append(builder)
+            self.block.functions.append(builder)
         saved = (self.scope, self.function, self.loop_depth, self.branch_depth)
         self.scope, self.function, self.loop_depth, self.branch_depth = scope, builder, 0, 0
         self.visit_all(node.body)
@@ -441,10 +610,11 @@ class Walker:
         names = tuple(t.id for t in node.targets if isinstance(t, ast.Name))
         if names and isinstance(value, ast.Call | ast.Name | ast.Attribute):
             self.ctx.assigned_names[id(value)] = names
+            self.block.assigned.append((id(value), names))
             if _may_alias(value, self.ctx):
-                self.pending_aliases.extend(_PendingAlias(name, value, self.scope) for name in names)
+                self.block.pending_aliases.extend(_PendingAlias(name, value, self.scope) for name in names)
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
-                self.instances.extend((self.scope, name, value.func, node) for name in names)
+                self.block.instances.extend((self.scope, name, value.func, node) for name in names)
         for target in node.targets:
             self._store(target, value, node)
 
@@ -536,25 +706,50 @@ class Walker:
 
     # -- results -------------------------------------------------------------------------------------------------
     def finish(self) -> tuple[tuple[ClassSummary, ...], tuple[FunctionSummary, ...], tuple[InstanceBinding, ...]]:
-        """Resolve aliases and names (all definitions are known now) and freeze the results."""
+        """Resolve aliases and names (all definitions are known now) and freeze the results, block by block: a
+        block frozen before, at the same line and with the same names, keeps its frozen summaries."""
         self._resolve_aliases()
-        classes = tuple(self._freeze_class(c) for c in self.classes)
+        ctx = self.ctx
+        names: FinalNames = (
+            tuple(ctx.aliases.items()),
+            tuple((scope, tuple(defined.items())) for scope, defined in ctx.local_defs.items()),
+        )
+        if names == self.previous_names:
+            names = self.previous_names
+        self.final_names = ctx.names = names
+        ctx.blocks = self.blocks
+        classes: list[ClassSummary] = []
+        functions: list[FunctionSummary] = []
+        instances: list[InstanceBinding] = []
+        for block in self.blocks:
+            line = block.statements[0].lineno if block.statements else 0
+            frozen = block.frozen
+            if frozen is None or frozen.names is not names or frozen.line != line:
+                frozen = block.frozen = self._freeze(block, names, line)
+            classes.extend(frozen.classes)
+            functions.extend(frozen.functions)
+            instances.extend(frozen.instances)
+        return tuple(classes), tuple(functions), tuple(instances)
+
+    def _freeze(self, block: BlockWalk, names: FinalNames, line: int) -> _Frozen:
+        classes = tuple(self._freeze_class(c) for c in block.classes)
         functions = tuple(
             FunctionSummary(f.scope.qualname, self._name_span(f.node), self._calls(f), f.disabled)
-            for f in self.functions
+            for f in block.functions
         )
         instances: list[InstanceBinding] = []
-        for scope, name, func, statement in self.instances:
+        for scope, name, func, statement in block.instances:
             ref = self.ctx.ref(func, scope)
             if ref is not None and not (ref.level == 0 and ref.dotted.startswith("torch.")):
                 instances.append(InstanceBinding(scope.qualname, name, ref, self.ctx.span(statement)))
-        return classes, functions, tuple(instances)
+        return _Frozen(names, line, classes, functions, tuple(instances))
 
     def _resolve_aliases(self) -> None:
         """``compiler = torch.compile`` and ``cp = functools.partial(torch.compile, ...)`` bind new names."""
         ctx = self.ctx
+        pending_aliases = [pending for block in self.blocks for pending in block.pending_aliases]
         for _ in range(2):  # an alias of an alias
-            for pending in self.pending_aliases:
+            for pending in pending_aliases:
                 value = pending.value
                 if isinstance(value, ast.Call):
                     if value.args and ctx.resolve(value.func) == PARTIAL and ctx.is_torch_compile(value.args[0]):
