@@ -16,19 +16,20 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.rules import get_rule
 from dynamo_lens.static.checks._python_values import IS_COMPILING, TensorInference
-from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.summary import Candidate
 
 if TYPE_CHECKING:
     from dynamo_lens.static.index import WorkspaceIndex
 
+T = TypeVar("T")
 BODY_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 COMPOUND: tuple[type[ast.stmt], ...] = (
@@ -67,6 +68,7 @@ class FunctionBody:
     _lines: list[str] = field(default_factory=list, repr=False)
     _locals: set[str] | None = field(default=None, repr=False)
     _tensors: TensorInference | None = field(default=None, repr=False)
+    memo: dict[str, tuple[object, Any]] = field(default_factory=dict, repr=False)
 
     def locals(self) -> set[str]:
         """Parameters and names the function binds, minus its ``global``/``nonlocal`` declarations."""
@@ -85,6 +87,20 @@ class FunctionBody:
         if self._tensors is None:
             self._tensors = TensorInference(self.node, self.statements, ctx.resolve)
         return self._tensors
+
+    def refresh(self, ctx: FileContext, lines: list[str]) -> None:
+        """Point a body kept from an earlier version of the file (same nodes, same names) at this version."""
+        self._lines = lines
+        if self._tensors is not None:
+            self._tensors.resolve = ctx.resolve
+
+    def memoised(self, name: str, key: object, compute: Callable[[], T]) -> T:
+        """``compute()``, kept with the body under ``name`` while ``key`` stays equal. For node-level results of
+        one body (never spans: the nodes move when lines are added above the body)."""
+        found = self.memo.get(name)
+        if found is None or found[0] != key:
+            found = self.memo[name] = (key, compute())
+        return found[1]
 
     def expressions(
         self, mentions: Callable[[str], bool], skip: tuple[type[ast.stmt], ...] = ()
@@ -181,13 +197,26 @@ _last: tuple[FileContext, list[FunctionBody]] | None = None
 
 
 def function_bodies(ctx: FileContext) -> list[FunctionBody]:
-    """Every function of the file, assembled once per file however many checks ask (the last file is remembered)."""
+    """Every function of the file, assembled once per file however many checks ask (the last file is remembered),
+    and kept with its block across versions in the editor (:meth:`FileContext.per_block`)."""
     global _last
     if _last is not None and _last[0] is ctx:
         return _last[1]
     lines = ctx.text.splitlines() or [""]
+    result: list[FunctionBody] = []
+    for bodies in ctx.per_block("function_bodies", lambda nodes: _block_bodies(ctx, nodes)):
+        for body in bodies:
+            body.refresh(ctx, lines)
+        result.extend(bodies)
+    _last = (ctx, result)
+    return result
+
+
+def _block_bodies(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> list[FunctionBody]:
     bodies: dict[int, FunctionBody] = {}
-    for at in ctx.nodes(ast.FunctionDef, ast.AsyncFunctionDef):
+    definitions = [*nodes.get(ast.FunctionDef, ()), *nodes.get(ast.AsyncFunctionDef, ())]
+    definitions.sort(key=lambda at: (at.node.lineno, at.node.col_offset))
+    for at in definitions:
         node = at.node
         assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         qualname = f"{at.scope.qualname}.{node.name}" if at.scope.qualname else node.name
@@ -196,8 +225,10 @@ def function_bodies(ctx: FileContext) -> list[FunctionBody]:
         args = node.args
         params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
         params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-        bodies[id(node)] = FunctionBody(node, qualname, parent, frozenset(params), _lines=lines)
-    for kind, found in ctx.by_type.items():
+        bodies[id(node)] = FunctionBody(node, qualname, parent, frozenset(params))
+    if not bodies:
+        return []
+    for kind, found in nodes.items():
         if not (issubclass(kind, ast.stmt) or kind is ast.Call):
             continue
         for at in found:
@@ -215,7 +246,6 @@ def function_bodies(ctx: FileContext) -> list[FunctionBody]:
     for body in result:
         body.statements.sort(key=lambda s: (s.lineno, s.col_offset))
         _drop_eager_only(body, ctx)
-    _last = (ctx, result)
     return result
 
 

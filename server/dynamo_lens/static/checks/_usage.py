@@ -10,7 +10,7 @@ function that also encloses the statement.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -89,8 +89,6 @@ class Usage:
     """Function scope → its loops."""
     called_in_loop: set[str] = field(default_factory=set)
     """Names of functions called (by plain name) inside a loop of this file."""
-    bindings: dict[tuple[str, str], list[tuple[tuple[int, int], ast.expr]]] = field(default_factory=dict)
-    """(function scope, name) → every plain assignment ``name = value`` in it (position, value)."""
     compiled_function_globals: dict[str, list[Handle]] = field(default_factory=dict)
     """Module-level name → handles of compiled functions (defined in this file) whose body loads the name."""
 
@@ -99,9 +97,18 @@ class Usage:
         return self.handles.get((scope, name)) or self.handles.get(("", name))
 
     def value_of(self, scope: str, name: str, before: tuple[int, int]) -> ast.expr | None:
-        """The value last assigned to ``name`` before ``before`` in ``scope`` (or at module level)."""
-        for key in ((scope, name), ("", name)):
-            found = [value for where, value in self.bindings.get(key, ()) if where < before]
+        """The value last assigned to ``name`` by a plain ``name = value`` before ``before`` in ``scope`` (or at
+        module level)."""
+        statements = self.ctx.name_bindings.get(name, ())
+        for key in (scope, ""):
+            found = [
+                at.node.value
+                for at in statements
+                if isinstance(at.node, ast.Assign)
+                and scope_key(at.scope) == key
+                and position(at.node) < before
+                and any(isinstance(t, ast.Name) and t.id == name for t in at.node.targets)
+            ]
             if found:
                 return found[-1]
         return None
@@ -162,13 +169,6 @@ def _build(ctx: FileContext) -> Usage:
     for at in ctx.nodes(*LOOPS):
         assert isinstance(at.node, LOOPS)
         table.loops.setdefault(scope_key(at.scope), []).append(at.node)
-    for at in ctx.nodes(ast.Assign):
-        node = at.node
-        assert isinstance(node, ast.Assign)
-        for target in node.targets:
-            if isinstance(target, ast.Name):
-                key = (scope_key(at.scope), target.id)
-                table.bindings.setdefault(key, []).append((position(node), node.value))
     originals = _compiled_argument_names(ctx)
     for site in ctx.compile_sites:
         if site.form == "method" and _torch_nn_instance(table, site):
@@ -268,6 +268,14 @@ def site_call(ctx: FileContext, site: CompileSite) -> NodeAt | None:
         if getattr(node, "lineno", 0) == site.span.line and ctx.span(node) == site.span:
             return at
     return None
+
+
+def statements_changing(ctx: FileContext, owners: Iterable[str], kinds: tuple[type[ast.stmt], ...]) -> list[NodeAt]:
+    """The statements of ``kinds`` that assign to a member of one of ``owners`` (``model.scale = 2.0``,
+    ``cfg["lr"] += 1``), in source order."""
+    filed = (at for owner in owners for at in ctx.member_bindings.get(owner, ()))
+    found = {id(at.node): at for at in filed if isinstance(at.node, kinds)}
+    return sorted(found.values(), key=lambda at: position(at.node))
 
 
 def call_named(ctx: FileContext, at: NodeAt, names: frozenset[str]) -> ast.Call | None:

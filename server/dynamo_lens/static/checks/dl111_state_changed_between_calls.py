@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.rules.dl111_state_changed_between_calls import RULE
 from dynamo_lens.static.checks import Check
-from dynamo_lens.static.checks._usage import compiled_code_reads, loop_scalars, position, scope_key, usage, value_kind
+from dynamo_lens.static.checks._usage import (
+    compiled_code_reads,
+    loop_scalars,
+    position,
+    scope_key,
+    statements_changing,
+    usage,
+    value_kind,
+)
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.index import WorkspaceIndex
 from dynamo_lens.static.summary import Candidate, CompileSite, Ref
@@ -33,7 +41,7 @@ def collect(ctx: FileContext) -> Iterator[StateChange]:
     table = usage(ctx)
     if not table.handles:
         return
-    for at in ctx.nodes(ast.Assign, ast.AugAssign):
+    for at in statements_changing(ctx, {name for _, name in table.handles}, (ast.Assign, ast.AugAssign)):
         node = at.node
         assert isinstance(node, ast.Assign | ast.AugAssign)
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]

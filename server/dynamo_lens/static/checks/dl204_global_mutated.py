@@ -24,7 +24,7 @@ from dynamo_lens.static.checks._compiled_code import (
     rebinding_places,
 )
 from dynamo_lens.static.checks._python_values import ValueKind, merge_kinds, range_loop_names, value_kind
-from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.context import FileContext, NodeAt
 
 if TYPE_CHECKING:
     from dynamo_lens.static.index import WorkspaceIndex
@@ -54,12 +54,17 @@ class Binding:
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     bodies = function_bodies(ctx)
-    bindings = _module_bindings(ctx)
+    module = _ModuleBindings(ctx)
+    declared: dict[str, list[Binding]] = {}
+    """Names assigned by functions that declare them ``global``: every such assignment rebinds."""
     for body in bodies:
         for binding in _global_bindings(body):
-            bindings.setdefault(_name_of(binding.target), []).append(binding)
-    rebound = {name for name, found in bindings.items() if any(b.rebinds for b in found)}
-    members = _member_bindings(ctx, bodies, set(bindings) | _plain_imports(ctx))
+            declared.setdefault(_name_of(binding.target), []).append(binding)
+    bindings = {name: module.of(name) + declared.get(name, []) for name in module.rebound() | set(declared)}
+    rebound = set(bindings)
+    imports = _plain_imports(ctx)
+    owners = {o for o in ctx.member_bindings if o in imports or o in declared or module.of(o)}
+    members = _member_bindings(ctx, bodies, owners, module.int_names)
     changed = {key: found for key, found in members.items() if any(b.rebinds for b in found)}
     if not rebound and not changed:
         return
@@ -113,16 +118,17 @@ def _plain_imports(ctx: FileContext) -> set[str]:
     return {name for name, ref in ctx.aliases.items() if not ref.dotted.startswith("torch")}
 
 
-def _member_bindings(ctx: FileContext, bodies: list[FunctionBody], owners: set[str]) -> dict[MemberKey, list[Binding]]:
+MEMBER_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign)
+
+
+def _member_bindings(
+    ctx: FileContext, bodies: list[FunctionBody], owners: set[str], module_ints: Callable[[str], ValueKind]
+) -> dict[MemberKey, list[Binding]]:
     """Assignments to a member of a module-level object: in a module-level loop, augmented, or in a function."""
     found: dict[MemberKey, list[Binding]] = {}
-    ints = range_loop_names(at.node for at in ctx.nodes(ast.For) if at.scope.kind == "module")
-
-    def module_ints(name: str) -> ValueKind:
-        return "int" if name in ints else "unknown"
-
     by_node = {id(body.node): body for body in bodies}
-    statements = [at for kind in (ast.Assign, ast.AugAssign, ast.AnnAssign) for at in ctx.nodes(kind)]
+    filed = {id(at.node): at for owner in owners for at in ctx.member_bindings[owner]}
+    statements = sorted(filed.values(), key=lambda at: (_kind_order(at.node, MEMBER_STATEMENTS), _position(at.node)))
     for at in statements:
         node = at.node
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
@@ -132,7 +138,7 @@ def _member_bindings(ctx: FileContext, bodies: list[FunctionBody], owners: set[s
             if key is None or key[0] not in owners or value is None:
                 continue
             function = at.scope.function
-            lookup = _unknown
+            lookup: Callable[[str], ValueKind] = _unknown
             if function is None:
                 rebinds = at.loop_depth > 0 or isinstance(node, ast.AugAssign)
                 lookup = module_ints
@@ -168,21 +174,59 @@ def _member_reads(
 BINDING_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)
 
 
-def _module_bindings(ctx: FileContext) -> dict[str, list[Binding]]:
-    module_statements = [at for kind in BINDING_STATEMENTS for at in ctx.nodes(kind) if at.scope.kind == "module"]
-    ints: set[str] | None = None
+class _ModuleBindings:
+    """The module-level bindings of each name, worked out only for the names asked about (a file may bind
+    thousands of module-level names that no compiled code reads)."""
 
-    def known(name: str) -> ValueKind:
-        nonlocal ints
-        if ints is None:
-            ints = range_loop_names(at.node for at in module_statements)
-        return "int" if name in ints else "unknown"
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.loops = [at for kind in (ast.For, ast.AsyncFor) for at in ctx.nodes(kind) if at.scope.kind == "module"]
+        self._ints: set[str] | None = None
+        self._of: dict[str, list[Binding]] = {}
 
-    found: dict[str, list[Binding]] = {}
-    for at in module_statements:
-        for binding in _targets(at.node, known, in_loop=at.loop_depth > 0):
-            found.setdefault(_name_of(binding.target), []).append(binding)
-    return found
+    def int_names(self, name: str) -> ValueKind:
+        """``int`` for the variable of a module-level ``for name in range(...)``."""
+        if self._ints is None:
+            self._ints = range_loop_names(at.node for at in self.loops)
+        return "int" if name in self._ints else "unknown"
+
+    def rebound(self) -> set[str]:
+        """Names some module-level binding assigns again: in a loop, augmented, or a loop variable."""
+        ctx = self.ctx
+        names: set[str] = set()
+        for kind in (ast.Assign, ast.AnnAssign, ast.AugAssign):
+            for at in ctx.nodes(kind):
+                if at.scope.kind == "module" and (at.loop_depth or kind is ast.AugAssign):
+                    names.update(b.target.id for b in self._bindings(at) if b.rebinds)  # type: ignore[attr-defined]
+        for at in self.loops:
+            names.update(_name_of(b.target) for b in self._bindings(at))
+        return names
+
+    def of(self, name: str) -> list[Binding]:
+        """Every module-level binding of ``name`` (assignments, then augmented and annotated ones, then loops)."""
+        found = self._of.get(name)
+        if found is None:
+            statements = [at for at in self.ctx.name_bindings.get(name, ()) if at.scope.kind == "module"]
+            statements += [at for at in self.loops if name in set(_target_names(at.node))]
+            statements.sort(key=lambda at: (_kind_order(at.node, BINDING_STATEMENTS), _position(at.node)))
+            found = self._of[name] = [b for at in statements for b in self._bindings(at) if _name_of(b.target) == name]
+        return found
+
+    def _bindings(self, at: NodeAt) -> Iterator[Binding]:
+        return _targets(at.node, self.int_names, in_loop=at.loop_depth > 0)
+
+
+def _target_names(node: ast.AST) -> Iterator[str]:
+    target = getattr(node, "target", None)
+    return (name.id for name in _names(target)) if target is not None else iter(())
+
+
+def _kind_order(node: ast.AST, kinds: tuple[type[ast.stmt], ...]) -> int:
+    return next(i for i, kind in enumerate(kinds) if isinstance(node, kind))
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset  # type: ignore[attr-defined]
 
 
 def _global_bindings(body: FunctionBody) -> Iterator[Binding]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from dynamo_lens.rules.dl301_graph_break_call import RULE
 from dynamo_lens.static.checks import Check
@@ -16,7 +17,7 @@ from dynamo_lens.static.checks._compiled_code import (
     judge,
 )
 from dynamo_lens.static.checks._python_values import TensorInference
-from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.context import FileContext, NodeAt
 
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 LOGGING_FUNCTIONS = frozenset(f"logging.{name}" for name in LOGGER_METHODS)
@@ -77,17 +78,32 @@ REPR = GraphBreak("GB0569", "repr() on tensor", "format the tensor outside the c
 
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
-    loggers: set[str] | None = None
+    loggers: frozenset[str] | None = None
     for body in function_bodies(ctx):
-        for call in body.calls:
-            if not _may_break(call):
-                continue
-            if loggers is None:
-                loggers = _logger_names(ctx)
-            tensors = body.tensors(ctx) if _needs_tensors(call) else None
-            found = _classify(call, ctx, loggers, tensors)
-            if found is not None:
-                yield _candidate(ctx, body, call, found)
+        calls = body.memoised("DL301-shape", None, partial(_shaped_like_breaks, body))
+        if not calls:
+            continue
+        if loggers is None:
+            loggers = frozenset(set().union(*ctx.per_block("DL301-loggers", partial(_logger_names, ctx))))
+        for call, found in body.memoised(RULE.code, (ctx.names, loggers), partial(_breaks, ctx, body, calls, loggers)):
+            yield _candidate(ctx, body, call, found)
+
+
+def _shaped_like_breaks(body: FunctionBody) -> list[ast.Call]:
+    return [call for call in body.calls if _may_break(call)]
+
+
+def _breaks(
+    ctx: FileContext, body: FunctionBody, calls: list[ast.Call], loggers: frozenset[str]
+) -> list[tuple[ast.Call, GraphBreak]]:
+    """The calls of ``body`` that break the graph, with the registry entry of each."""
+    found = []
+    for call in calls:
+        tensors = body.tensors(ctx) if _needs_tensors(call) else None
+        graph_break = _classify(call, ctx, loggers, tensors)
+        if graph_break is not None:
+            found.append((call, graph_break))
+    return found
 
 
 def _may_break(call: ast.Call) -> bool:
@@ -106,7 +122,7 @@ def _needs_tensors(call: ast.Call) -> bool:
 
 
 def _classify(
-    call: ast.Call, ctx: FileContext, loggers: set[str], tensors: TensorInference | None
+    call: ast.Call, ctx: FileContext, loggers: frozenset[str], tensors: TensorInference | None
 ) -> GraphBreak | None:
     func = call.func
     if isinstance(func, ast.Attribute) and ctx.resolve(func) is None:
@@ -154,7 +170,7 @@ def _as_tuple(call: ast.Call) -> bool:
     return any(k.arg == "as_tuple" for k in call.keywords)
 
 
-def _is_logger(owner: ast.AST, ctx: FileContext, loggers: set[str]) -> bool:
+def _is_logger(owner: ast.AST, ctx: FileContext, loggers: frozenset[str]) -> bool:
     if isinstance(owner, ast.Name):
         return owner.id in loggers
     return isinstance(owner, ast.Call) and _is_logger_factory(owner.func, ctx)
@@ -167,14 +183,14 @@ def _is_logger_factory(func: ast.AST, ctx: FileContext) -> bool:
     return last in LOGGER_FACTORIES
 
 
-def _logger_names(ctx: FileContext) -> set[str]:
-    """Names bound to ``logging.getLogger(...)`` (or a ``get_logger(...)`` helper) anywhere in the file."""
+def _logger_names(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> set[str]:
+    """Names bound to ``logging.getLogger(...)`` (or a ``get_logger(...)`` helper) in one block of the file."""
     names: set[str] = set()
-    for at in ctx.nodes(ast.Assign, ast.AnnAssign):
+    for at in (*nodes.get(ast.Assign, ()), *nodes.get(ast.AnnAssign, ())):
         statement = at.node
         value = getattr(statement, "value", None)
         if isinstance(value, ast.Call) and _is_logger_factory(value.func, ctx):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]  # type: ignore[attr-defined]
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             names.update(t.id for t in targets if isinstance(t, ast.Name))
     return names
 

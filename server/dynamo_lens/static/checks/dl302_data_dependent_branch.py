@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import partial
 
 from dynamo_lens.rules.dl302_data_dependent_branch import RULE
 from dynamo_lens.static.checks import Check
@@ -22,27 +23,31 @@ GB_TYPE = "Data-dependent branching"
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     for body in function_bodies(ctx):
-        conditions = list(_conditions(body))
-        if not conditions:
-            continue
-        tensors = body.tensors(ctx)
-        for keyword, condition, statement in conditions:
-            if tensors.is_tensor_condition(condition):
-                text = ctx.source(condition, 60)
-                shown = f"{keyword} {text}" if keyword in ("if", "while") else f"{text} {keyword} ..."
-                in_loop = id(statement) in body.in_loop
-                yield InsideCompiledCandidate(
-                    code=RULE.code,
-                    span=ctx.span(condition),
-                    function=body.qualname,
-                    message=(
-                        f"`{shown}` branches on a tensor's value: the graph breaks here when compiled "
-                        f'(torch 2.13: {GB_ID} "{GB_TYPE}"); use `torch.where(...)` or `torch.cond(...)`'
-                        + (IN_LOOP if in_loop else "")
-                    ),
-                    severity=RULE.default_severity,
-                    data=(("gb_id", GB_ID), ("condition", text), ("in_loop", str(in_loop).lower())),
-                )
+        for keyword, condition, statement in body.memoised(RULE.code, ctx.names, partial(_on_tensors, ctx, body)):
+            text = ctx.source(condition, 60)
+            shown = f"{keyword} {text}" if keyword in ("if", "while") else f"{text} {keyword} ..."
+            in_loop = id(statement) in body.in_loop
+            yield InsideCompiledCandidate(
+                code=RULE.code,
+                span=ctx.span(condition),
+                function=body.qualname,
+                message=(
+                    f"`{shown}` branches on a tensor's value: the graph breaks here when compiled "
+                    f'(torch 2.13: {GB_ID} "{GB_TYPE}"); use `torch.where(...)` or `torch.cond(...)`'
+                    + (IN_LOOP if in_loop else "")
+                ),
+                severity=RULE.default_severity,
+                data=(("gb_id", GB_ID), ("condition", text), ("in_loop", str(in_loop).lower())),
+            )
+
+
+def _on_tensors(ctx: FileContext, body: FunctionBody) -> list[tuple[str, ast.expr, ast.stmt]]:
+    """The conditions of ``body`` that ask for a tensor's truth value."""
+    conditions = list(_conditions(body))
+    if not conditions:
+        return []
+    tensors = body.tensors(ctx)
+    return [found for found in conditions if tensors.is_tensor_condition(found[1])]
 
 
 def _may_branch(line: str) -> bool:

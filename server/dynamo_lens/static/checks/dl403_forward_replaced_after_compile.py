@@ -15,9 +15,10 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
     table = usage(ctx)
     if not table.handles:
         return
-    for at in ctx.nodes(ast.Assign):
+    for at in ctx.attribute_bindings.get("forward", ()):
         node = at.node
-        assert isinstance(node, ast.Assign)
+        if not isinstance(node, ast.Assign):
+            continue
         for target in node.targets:
             if not isinstance(target, ast.Attribute) or target.attr != "forward":
                 continue
