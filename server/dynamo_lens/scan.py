@@ -35,6 +35,7 @@ from dynamo_lens.config import Settings
 from dynamo_lens.discovery import discover
 from dynamo_lens.model import Finding
 from dynamo_lens.scan_sources import FileProblem, decode_source, read_bytes
+from dynamo_lens.static.incremental import FileSummarizer
 from dynamo_lens.static.summary import FileSummary
 from dynamo_lens.suppression import Suppressions, find_suppressions, unsuppressed
 
@@ -141,11 +142,12 @@ def analyse_files(paths: Sequence[str], cache: AnalysisCache | None) -> Workspac
         return _analyse(paths, cache, keys)
 
 
-def analyse_text(path: str, text: str) -> FileAnalysis | FileProblem:
-    """The per-file pass over in-memory ``text`` (an open editor document), never cached."""
+def analyse_text(path: str, text: str, summarizer: FileSummarizer | None = None) -> FileAnalysis | FileProblem:
+    """The per-file pass over in-memory ``text`` (an open editor document), never cached; ``summarizer`` (the
+    document's, for successive versions) reuses what the previous version shares."""
     try:
         with _collector_paused():
-            summary = static.summarize(path, text)
+            summary = summarizer.summarize(text) if summarizer is not None else static.summarize(path, text)
     except Exception as exc:  # summarize must never raise; if it does, the file is reported, not the run aborted
         return FileProblem(path, f"internal error in the analyzer: {type(exc).__name__}: {exc}")
     return FileAnalysis(summary, find_suppressions(text))

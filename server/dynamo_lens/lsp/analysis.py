@@ -26,13 +26,15 @@ from dynamo_lens.model import Finding
 if TYPE_CHECKING:
     from dynamo_lens.scan import FileAnalysis
     from dynamo_lens.scan_sources import FileProblem
+    from dynamo_lens.static.incremental import FileSummarizer
     from dynamo_lens.static.summary import FileSummary
 
 
 class WorkspaceAnalysis:
     def __init__(self) -> None:
         self._files: dict[str, tuple[int, FileAnalysis]] = {}
-        self._pinned: set[str] = set()
+        self._pinned: dict[str, FileSummarizer | None] = {}
+        """Open documents, each with the summarizer of its successive versions (made on first analysis)."""
         self._lock = threading.Lock()
         self._generations = itertools.count(1)
 
@@ -43,17 +45,22 @@ class WorkspaceAnalysis:
     def pin(self, path: str) -> None:
         """``path`` is open in the editor: only :meth:`update` (its in-memory text) may change it from now on."""
         with self._lock:
-            self._pinned.add(path)
+            self._pinned.setdefault(path, None)
 
     def unpin(self, path: str) -> None:
         with self._lock:
-            self._pinned.discard(path)
+            self._pinned.pop(path, None)
 
     def update(self, path: str, text: str, generation: int) -> None:
-        """Analyse ``text`` as the content of ``path``."""
+        """Analyse ``text`` as the content of ``path`` (an open document: reusing what its last version shares)."""
         from dynamo_lens import scan
+        from dynamo_lens.static.incremental import FileSummarizer
 
-        outcome = scan.analyse_text(path, text)
+        with self._lock:
+            summarizer = self._pinned.get(path)
+            if summarizer is None and path in self._pinned:
+                summarizer = self._pinned[path] = FileSummarizer(path)
+        outcome = scan.analyse_text(path, text, summarizer)
         if isinstance(outcome, scan.FileAnalysis):
             self._store([outcome], generation)
         else:

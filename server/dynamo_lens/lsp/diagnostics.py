@@ -24,7 +24,7 @@ from lsprotocol import types
 
 from dynamo_lens.config import Settings
 from dynamo_lens.discovery import discover
-from dynamo_lens.lsp.convert import path_to_uri, to_diagnostic
+from dynamo_lens.lsp.convert import path_to_uri
 from dynamo_lens.lsp.documents import DocumentState, TrackedFinding, track_change
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.lsp.settings import effective_rules
@@ -258,9 +258,8 @@ def current_diagnostics(server: DynamoLensServer, state: DocumentState) -> list[
         from dynamo_lens.runtime.attribution import merge_findings  # loaded with the first run's results
 
         merged = merge_findings(state.static, fresh)
-    diagnostics = [to_diagnostic(finding, server.lines_of) for finding in merged]
-    diagnostics += [to_diagnostic(item.finding, server.lines_of, stale=True) for item in runtime if item.stale]
-    return diagnostics
+    findings = [(finding, False) for finding in merged] + [(item.finding, True) for item in runtime if item.stale]
+    return server.diagnostic_cache.diagnostics(state.path, findings, server.lines_of)
 
 
 def publish(server: DynamoLensServer, paths: Sequence[str], pulled: Iterable[str] = ()) -> None:

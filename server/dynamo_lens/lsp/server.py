@@ -22,14 +22,17 @@ import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
+from cattrs import Converter
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 
 from dynamo_lens import __version__
 from dynamo_lens.config import Settings
 from dynamo_lens.lsp.analysis import WorkspaceAnalysis
+from dynamo_lens.lsp.diagnostic_cache import DiagnosticCache
 from dynamo_lens.lsp.documents import DocumentStore
 from dynamo_lens.lsp.runs import RunStore
 from dynamo_lens.lsp.settings import ServerSettings
@@ -51,7 +54,13 @@ class DynamoLensServer(LanguageServer):
     """pygls server plus the state the features share. All state is touched only on the event loop."""
 
     def __init__(self) -> None:
-        super().__init__(NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.diagnostic_cache = DiagnosticCache()
+        super().__init__(
+            NAME,
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            converter_factory=self._converter,
+        )
         self.settings = ServerSettings()
         self.rules: Settings | None = None
         """The effective select/ignore/severity (editor over ``pyproject.toml``); None until computed."""
@@ -66,6 +75,11 @@ class DynamoLensServer(LanguageServer):
         self.stopping = False
         """Set on ``shutdown``: background work stops talking to the client (its stream is about to close)."""
         self._disk_lines: dict[str, tuple[float, list[str]]] = {}
+
+    def _converter(self) -> Converter:
+        converter: Converter = default_converter()  # type: ignore[no-untyped-call]
+        self.diagnostic_cache.install(converter)
+        return converter
 
     # -- logging -----------------------------------------------------------------------------------------------
     def log(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
