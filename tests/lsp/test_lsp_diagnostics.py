@@ -88,6 +88,22 @@ async def test_change_republishes_for_the_new_version(lsp: StartServer, workspac
     assert diagnostic.range.start == types.Position(line=HAZARD_LINE + 2, character=8)
 
 
+async def test_a_wider_character_before_an_unchanged_finding_moves_its_utf16_column(
+    lsp: StartServer, workspace: Path
+) -> None:
+    """The finding stays the same (same character columns); only its line's text changes: é (1 UTF-16 unit)
+    becomes 😀 (2 units), and the diagnostic must not be the one built for the old line."""
+    path = workspace / "model.py"
+    path.write_text(COUNTER, encoding="utf-8")
+    session = await lsp(workspace)
+    session.open(path)
+    [before] = by_code(await session.diagnostics(path, 1), HAZARD)
+    version = session.change(path, COUNTER.replace('"é😀"', '"😀😀"'))
+    [after] = by_code(await session.diagnostics(path, version), HAZARD)
+    assert after.range.start == types.Position(line=HAZARD_LINE, character=before.range.start.character + 1)
+    assert after.message == before.message
+
+
 async def test_a_burst_of_edits_publishes_only_the_latest_version(lsp: StartServer, workspace: Path) -> None:
     path = workspace / "model.py"
     path.write_text(COUNTER, encoding="utf-8")
