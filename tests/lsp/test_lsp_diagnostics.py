@@ -144,6 +144,49 @@ async def test_pull_diagnostics_when_the_client_declares_them(lsp: StartServer, 
     assert not [p for p in session.published if p.diagnostics], "a pull client gets no pushed diagnostics"
 
 
+async def test_workspace_pull_reports_unopened_files_then_only_what_changed(lsp: StartServer, workspace: Path) -> None:
+    opened, unopened = workspace / "model.py", workspace / "other.py"
+    opened.write_text(COUNTER, encoding="utf-8")
+    unopened.write_text(COUNTER, encoding="utf-8")
+    (workspace / "clean.py").write_text("x = 1\n", encoding="utf-8")
+    session = await lsp(workspace, pull=True)
+    provider = session.capabilities.diagnostic_provider
+    assert isinstance(provider, types.DiagnosticOptions) and provider.workspace_diagnostics
+    session.open(opened)
+
+    async def pull(held: dict[str, str]) -> dict[str, types.WorkspaceDocumentDiagnosticReport]:
+        previous = [types.PreviousResultId(uri=u, value=v) for u, v in held.items()]
+        report = await session.client.workspace_diagnostic_async(types.WorkspaceDiagnosticParams(previous))
+        return {item.uri: item for item in report.items}
+
+    first = await pull({})  # answered once the workspace scan is done: the unopened file is in it
+    assert set(first) == {uri(opened), uri(unopened)}
+    for item in first.values():
+        assert isinstance(item, types.WorkspaceFullDocumentDiagnosticReport)
+        assert [d.range.start.line for d in by_code(list(item.items), HAZARD)] == [HAZARD_LINE]
+    assert first[uri(opened)].version == 1 and first[uri(unopened)].version is None
+    held = {u: item.result_id for u, item in first.items() if item.result_id is not None}
+    gone = uri(workspace / "deleted.py")
+    again = await pull({**held, gone: "1:1"})
+    assert all(isinstance(again[u], types.WorkspaceUnchangedDocumentDiagnosticReport) for u in held)
+    assert isinstance(again[gone], types.WorkspaceFullDocumentDiagnosticReport) and not again[gone].items
+
+    unopened.write_text(COUNTER.replace('label = "é😀"; print(x)', "pass"), encoding="utf-8")
+    session.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams([types.FileEvent(uri(unopened), types.FileChangeType.Changed)])
+    )
+
+    async def changed() -> types.WorkspaceDocumentDiagnosticReport:
+        while True:
+            report = (await pull(held))[uri(unopened)]
+            if isinstance(report, types.WorkspaceFullDocumentDiagnosticReport):
+                return report
+            await asyncio.sleep(0.05)
+
+    report = await asyncio.wait_for(changed(), 20)
+    assert isinstance(report, types.WorkspaceFullDocumentDiagnosticReport) and by_code(list(report.items), HAZARD) == []
+
+
 async def test_push_server_does_not_advertise_pull(lsp: StartServer, workspace: Path) -> None:
     session = await lsp(workspace)
     assert session.capabilities.diagnostic_provider is None

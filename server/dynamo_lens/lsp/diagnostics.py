@@ -104,11 +104,12 @@ async def watch_python_files(server: DynamoLensServer) -> None:
 
 
 def register_pull(server: DynamoLensServer) -> None:
-    """``textDocument/diagnostic``, registered at ``initialize`` only for clients that declare it."""
+    """``textDocument/diagnostic`` and ``workspace/diagnostic``, registered at ``initialize`` only for clients that
+    declare pull diagnostics."""
 
     @server.feature(
         types.TEXT_DOCUMENT_DIAGNOSTIC,
-        types.DiagnosticOptions(identifier=IDENTIFIER, inter_file_dependencies=True, workspace_diagnostics=False),
+        types.DiagnosticOptions(identifier=IDENTIFIER, inter_file_dependencies=True, workspace_diagnostics=True),
     )
     @server.guarded(empty=types.RelatedFullDocumentDiagnosticReport(items=[]))
     async def pull(params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
@@ -119,10 +120,38 @@ def register_pull(server: DynamoLensServer) -> None:
         if state.open and state.static_version != state.version and server.settings.enable_static:
             schedule(server, state.path, immediate=True)
             await asyncio.shield(state.pending)
-        result_id = f"{state.version}:{state.published}"
+        result_id = _result_id(state)
         if params.previous_result_id == result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
         return types.RelatedFullDocumentDiagnosticReport(items=current_diagnostics(server, state), result_id=result_id)
+
+    @server.feature(types.WORKSPACE_DIAGNOSTIC)
+    @server.guarded(empty=types.WorkspaceDiagnosticReport(items=[]))
+    async def pull_workspace(params: types.WorkspaceDiagnosticParams) -> types.WorkspaceDiagnosticReport:
+        """Every file the server has findings for (the workspace scan's too, once it is done): unchanged reports for
+        the result ids the client already holds, and empty ones for files it shows that no longer have any."""
+        await server.workspace_known.wait()
+        held = {previous.uri: previous.value for previous in params.previous_result_ids}
+        items: list[types.WorkspaceDocumentDiagnosticReport] = []
+        for path in server.documents.paths():
+            state = server.documents.get(path)
+            uri, result_id = path_to_uri(path), _result_id(state)
+            version = state.version if state.open else None
+            if held.pop(uri, None) == result_id:
+                items.append(types.WorkspaceUnchangedDocumentDiagnosticReport(uri, result_id, version=version))
+            elif state.published or state.static or state.runtime:
+                diagnostics = current_diagnostics(server, state)
+                report = types.WorkspaceFullDocumentDiagnosticReport(
+                    uri, diagnostics, version=version, result_id=result_id
+                )
+                items.append(report)
+        items += [types.WorkspaceFullDocumentDiagnosticReport(uri, [], result_id="gone") for uri in held]
+        return types.WorkspaceDiagnosticReport(items=items)
+
+
+def _result_id(state: DocumentState) -> str:
+    """Changes whenever the document's visible findings or its version do."""
+    return f"{state.version}:{state.published}"
 
 
 # -- analysis ------------------------------------------------------------------------------------------------------
@@ -297,6 +326,9 @@ def workspace_root(server: DynamoLensServer) -> Path | None:
 def start_workspace_scan(server: DynamoLensServer) -> None:
     if server.settings.enable_static and workspace_root(server) is not None:
         server.workspace_scan = asyncio.ensure_future(scan_workspace(server))
+        server.workspace_scan.add_done_callback(lambda _: server.workspace_known.set())
+    else:
+        server.workspace_known.set()
 
 
 async def scan_workspace(server: DynamoLensServer) -> None:

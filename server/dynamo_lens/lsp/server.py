@@ -68,6 +68,8 @@ class DynamoLensServer(LanguageServer):
         self.analysis = WorkspaceAnalysis()
         self.runs = RunStore()
         self.workspace_scan: asyncio.Future[None] | None = None
+        self.workspace_known = asyncio.Event()
+        """Set once the first workspace scan is over (or was not needed): workspace pulls wait for it."""
         self.relink: asyncio.Future[None] | None = None
         """The last workspace-wide re-link (after a settings change with no open document)."""
         self._error_shown = False
