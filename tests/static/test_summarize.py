@@ -130,3 +130,12 @@ def test_prefilter_skips_files_that_cannot_matter() -> None:
 def test_summaries_pickle_round_trip() -> None:
     summary = summarize("m.py", MODEL)
     assert pickle.loads(pickle.dumps(summary)) == summary
+
+
+def test_form_feeds_do_not_move_lines() -> None:
+    """Python does not break lines at a form feed; a check that looked up a statement's line after one did."""
+    text = (
+        "import torch\n\x0c\n# section\x0c two\n\n"
+        "@torch.compile\ndef f(x):\n    y = x.sum()\n    return y if y > 0 else 0\n"
+    )
+    assert [(f.code, f.span.line) for f in link([summarize("m.py", text)])] == [("DL001", 5), ("DL302", 8)]

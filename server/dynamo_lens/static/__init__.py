@@ -24,7 +24,7 @@ from dynamo_lens.static.checks import all_checks, checks_by_code
 from dynamo_lens.static.compile_sites import find_compile_sites
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.index import WorkspaceIndex
-from dynamo_lens.static.positions import LineIndex
+from dynamo_lens.static.positions import LineIndex, split_lines
 from dynamo_lens.static.summary import Candidate, FileSummary
 from dynamo_lens.static.walk import Walker
 
@@ -124,7 +124,7 @@ def _parse_prefix(text: str, error_line: int | None) -> ast.Module | None:
     """Parse the lines above a syntax error, dropping the unfinished top-level statement if needed."""
     if not error_line or error_line <= 1:
         return None
-    lines = text.splitlines(keepends=True)[: error_line - 1]
+    lines = split_lines(text)[: error_line - 1]
     for _ in range(2):
         try:
             with warnings.catch_warnings():

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import bisect
 import gc
-import io
 import threading
 import warnings
 from collections.abc import Sequence
@@ -30,7 +29,7 @@ from dataclasses import dataclass
 
 from dynamo_lens import static
 from dynamo_lens.static.context import FileContext, Scope
-from dynamo_lens.static.positions import LineIndex
+from dynamo_lens.static.positions import LineIndex, split_lines
 from dynamo_lens.static.summary import FileSummary
 from dynamo_lens.static.walk import BlockWalk, FinalNames, Walker
 
@@ -92,7 +91,7 @@ class FileSummarizer:
         if not static.might_matter(text):
             self._blocks = None
             return FileSummary(self.path, skipped=True)
-        lines = io.StringIO(text, newline="").readlines()  # line breaks as Python's tokenizer counts them
+        lines = split_lines(text)
         blocks = self._splice(lines) if self._blocks else None
         if blocks is None:
             tree = _parse(text, 0)
@@ -102,15 +101,15 @@ class FileSummarizer:
             blocks = _blocks_of(tree.body, 0, len(lines))
         self._blocks = None
         try:
-            summary = self._summarize_blocks(text, blocks)
+            summary = self._summarize_blocks(text, lines, blocks)
         except RecursionError:
             return FileSummary(self.path, error="RecursionError: expression nested too deeply to analyse")
         self._lines, self._blocks = lines, blocks
         return summary
 
-    def _summarize_blocks(self, text: str, blocks: Sequence[_Block]) -> FileSummary:
+    def _summarize_blocks(self, text: str, lines: list[str], blocks: Sequence[_Block]) -> FileSummary:
         tree = ast.Module(body=[statement for block in blocks for statement in block.statements], type_ignores=[])
-        ctx = FileContext(self.path, text, tree, LineIndex(self.path, text))
+        ctx = FileContext(self.path, text, tree, LineIndex(self.path, text, lines))
         walker = Walker(ctx, self._module_scope, self._names)
         self._module_scope = walker.module_scope
         for block in blocks:

@@ -4,11 +4,17 @@
 from __future__ import annotations
 
 import ast
-import re
+import io
+from collections.abc import Sequence
 
 from dynamo_lens.model import Span
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` with their endings, broken where Python's tokenizer breaks them (``\\n``, ``\\r\\n``,
+    ``\\r``; unlike ``str.splitlines``, not at form feeds and other separators): line ``n`` of an ``ast`` node is
+    ``lines[n - 1]``."""
+    return io.StringIO(text, newline="").readlines()
 
 
 class LineIndex:
@@ -16,12 +22,20 @@ class LineIndex:
 
     __slots__ = ("_ascii", "_encoded", "_lines", "_text", "path")
 
-    def __init__(self, path: str, text: str) -> None:
+    def __init__(self, path: str, text: str, lines: Sequence[str] | None = None) -> None:
+        """``lines``: ``split_lines(text)`` when the caller already has them."""
         self.path = path
         self._text = text
         self._ascii = text.isascii()
-        self._lines: list[str] | None = None
+        self._lines = lines
         self._encoded: dict[int, bytes | None] = {}
+
+    @property
+    def lines(self) -> Sequence[str]:
+        """The file's lines with their endings, as ``ast`` counts them (see :func:`split_lines`)."""
+        if self._lines is None:
+            self._lines = split_lines(self._text)
+        return self._lines
 
     def column(self, line: int, byte_column: int) -> int:
         """1-based character column of ``byte_column`` (0-based, UTF-8) on 1-based ``line``."""
@@ -55,9 +69,8 @@ class LineIndex:
             encoded = self._line_bytes(line) if not self._ascii else None
             start: int = node.col_offset  # type: ignore[attr-defined]
             if encoded is None:
-                if self._lines is None:
-                    self._lines = _LINE_BREAK.split(self._text)
-                segment = self._lines[line - 1][start:end] if 0 < line <= len(self._lines) else ""
+                lines = self.lines
+                segment = lines[line - 1][start:end] if 0 < line <= len(lines) else ""
             else:
                 segment = encoded[start:end].decode("utf-8", "replace")
         else:
@@ -71,9 +84,8 @@ class LineIndex:
         """The UTF-8 bytes of ``line``, or None when the line is ASCII (bytes and characters coincide)."""
         if line in self._encoded:
             return self._encoded[line]
-        if self._lines is None:
-            self._lines = _LINE_BREAK.split(self._text)
-        text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        lines = self.lines
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
         encoded = None if text.isascii() else text.encode("utf-8", "surrogatepass")
         self._encoded[line] = encoded
         return encoded

@@ -65,7 +65,7 @@ class FunctionBody:
     calls: list[ast.Call] = field(default_factory=list)
     in_loop: set[int] = field(default_factory=set)
     """``id`` of the statements and calls that sit in a ``for``/``while`` body of this function."""
-    _lines: list[str] = field(default_factory=list, repr=False)
+    _lines: Sequence[str] = field(default_factory=list, repr=False)
     _locals: set[str] | None = field(default=None, repr=False)
     _tensors: TensorInference | None = field(default=None, repr=False)
     memo: dict[str, tuple[object, Any]] = field(default_factory=dict, repr=False)
@@ -88,7 +88,7 @@ class FunctionBody:
             self._tensors = TensorInference(self.node, self.statements, ctx.resolve)
         return self._tensors
 
-    def refresh(self, ctx: FileContext, lines: list[str]) -> None:
+    def refresh(self, ctx: FileContext, lines: Sequence[str]) -> None:
         """Point a body kept from an earlier version of the file (same nodes, same names) at this version."""
         self._lines = lines
         if self._tensors is not None:
@@ -202,7 +202,7 @@ def function_bodies(ctx: FileContext) -> list[FunctionBody]:
     global _last
     if _last is not None and _last[0] is ctx:
         return _last[1]
-    lines = ctx.text.splitlines() or [""]
+    lines = ctx.lines.lines or [""]
     result: list[FunctionBody] = []
     for bodies in ctx.per_block("function_bodies", lambda nodes: _block_bodies(ctx, nodes)):
         for body in bodies:

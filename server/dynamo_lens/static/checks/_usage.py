@@ -299,8 +299,7 @@ def line_edit_move(ctx: FileContext, statement: ast.stmt, before: ast.stmt) -> t
     """Edits that move the one-line ``statement`` to just above ``before`` (same indentation as ``before``)."""
     if statement.end_lineno != statement.lineno:
         return None
-    lines = ctx.text.splitlines(keepends=True)
-    text = lines[statement.lineno - 1].strip()
+    text = ctx.lines.lines[statement.lineno - 1].strip()
     indent = " " * before.col_offset
     path = ctx.path
     remove = Edit(Span(path, statement.lineno, 1, statement.lineno + 1, 1), "")

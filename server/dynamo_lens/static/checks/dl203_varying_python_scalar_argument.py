@@ -172,8 +172,7 @@ def _dynamic_fix(ctx: FileContext, site: CompileSite) -> Fix | None:
 
 
 def _decorator_text(ctx: FileContext, site: CompileSite) -> str:
-    lines = ctx.text.splitlines()
-    line = lines[site.span.line - 1]
+    line = ctx.lines.lines[site.span.line - 1]
     return line[site.span.column - 1 : site.span.end_column - 1]
 
 
