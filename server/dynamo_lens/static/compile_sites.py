@@ -9,6 +9,8 @@ a method, an instance of a class named by a local or imported name); ``link`` re
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
+from functools import partial
 
 from dynamo_lens.static.context import DYNAMO_OPTIMIZE, FileContext, NodeAt, Scope
 from dynamo_lens.static.summary import LOCAL, CompileForm, CompileSite, CompileTarget, InstanceBinding, Ref
@@ -36,10 +38,13 @@ def find_compile_sites(
             if isinstance(decorator, ast.Call):
                 handled.add(id(decorator.func))
             sites.append(finder.decorator_site(decorator, form, definition, scope))
-    spellings = set(ctx.compile_partials) | {n for n, r in ctx.aliases.items() if r.dotted.endswith(_COMPILE_NAMES)}
-    for at in ctx.nodes(ast.Call):
+    spellings = frozenset(ctx.compile_partials) | {
+        n for n, r in ctx.aliases.items() if r.dotted.endswith(_COMPILE_NAMES)
+    }
+    spelled = ctx.per_block("compile_calls", partial(_compile_calls, spellings), key=spellings)
+    for at in (at for calls in spelled for at in calls):
         call = at.node
-        if id(call) in handled or not isinstance(call, ast.Call) or not _may_compile(call.func, spellings):
+        if id(call) in handled or not isinstance(call, ast.Call):
             continue
         site = finder.call_site(call, at)
         if site is not None:
@@ -190,7 +195,12 @@ class _Finder:
         return tuple((k.arg, self.ctx.source(k.value)) for k in keywords if k.arg is not None)
 
 
-def _may_compile(func: ast.expr, spellings: set[str]) -> bool:
+def _compile_calls(spellings: frozenset[str], nodes: Mapping[type[ast.AST], list[NodeAt]]) -> list[NodeAt]:
+    """The calls of one block that are spelled like a compile (in source order)."""
+    return [at for at in nodes.get(ast.Call, ()) if _may_compile(at.node.func, spellings)]  # type: ignore[attr-defined]
+
+
+def _may_compile(func: ast.expr, spellings: frozenset[str]) -> bool:
     """Cheap syntactic test before resolving names: ``x.compile``, ``x.optimize(...)``, or a name that is an alias
     of ``torch.compile``/``optimize`` or a compile partial."""
     if isinstance(func, ast.Attribute):

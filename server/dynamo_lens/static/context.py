@@ -30,7 +30,7 @@ class Block(Protocol):
     """What a check may see of one block of top-level statements (``static/walk.py`` records them)."""
 
     nodes: dict[type[ast.AST], list[NodeAt]]
-    memo: dict[str, tuple[object, Any]]
+    memo: dict[str, tuple[Any, Any]]
 
 
 @dataclass(slots=True, eq=False)
@@ -123,16 +123,19 @@ class FileContext:
     def source(self, node: ast.AST, limit: int = 80) -> str:
         return self.lines.source(node, limit)
 
-    def per_block(self, name: str, compute: Callable[[Mapping[type[ast.AST], list[NodeAt]]], T]) -> list[T]:
+    def per_block(
+        self, name: str, compute: Callable[[Mapping[type[ast.AST], list[NodeAt]]], T], key: object = None
+    ) -> list[T]:
         """``compute(nodes)`` of every block (its recorded nodes by type), in order. Each result is kept with its
-        block under ``name`` while the file's :attr:`names` are the same, so that in the editor an edit recomputes
-        only the blocks it touched: ``compute`` may use the nodes and names, never positions (a block moves when
-        lines are added above it, its nodes with it) nor other blocks."""
+        block under ``name`` while the file's :attr:`names` and ``key`` (whatever else ``compute`` reads) are the
+        same, so that in the editor an edit recomputes only the blocks it touched: ``compute`` may use the nodes,
+        the names and what ``key`` stands for, never positions (a block moves when lines are added above it, its
+        nodes with it) nor other blocks."""
         results: list[T] = []
         for block in self.blocks:
             found = block.memo.get(name)
-            if found is None or found[0] is not self.names:
-                found = block.memo[name] = (self.names, compute(block.nodes))
+            if found is None or found[0][0] is not self.names or found[0][1] != key:
+                found = block.memo[name] = ((self.names, key), compute(block.nodes))
             results.append(found[1])
         return results
 

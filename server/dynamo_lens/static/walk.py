@@ -194,7 +194,7 @@ class BlockWalk:
     instances: list[tuple[Scope, str, ast.AST, ast.AST]] = field(default_factory=list)
     decorated: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, Scope]] = field(default_factory=list)
     frozen: _Frozen | None = None
-    memo: dict[str, tuple[object, Any]] = field(default_factory=dict)
+    memo: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     """What checks computed from this block alone (:meth:`FileContext.per_block`)."""
 
 
