@@ -1,15 +1,19 @@
 """How fast the language server answers, over real JSON-RPC on stdio (the transport editors use).
 
-* ``start → initialize``: from spawning ``dynamo-lens serve`` to the ``initialize`` answer (target ≤ 0.5 s).
-* ``didChange → publishDiagnostics``: one incremental edit at a time on a 3,000-line file with about 20 findings,
-  timed until the diagnostics for that version arrive; p50/p95 over 100 edits (target p95 ≤ 50 ms). Measured twice:
-  with ``debounceMs: 0`` (the analysis itself: summarise, link, convert, send), and with the default debounce and a
-  typing pause between edits (an edit after a quiet period is analysed at once; only bursts wait for the debounce).
-* ``hover``: 100 hovers on compiled classes of that file, p50/p95 (target p95 ≤ 20 ms).
+* ``start → initialize``: from spawning ``dynamo-lens serve`` to the ``initialize`` answer (target ≤ 0.5 s), beside
+  the same for a bare pygls server that registers nothing: the floor that importing pygls and lsprotocol sets.
+* ``didChange → publishDiagnostics``: one incremental edit at a time, timed until the diagnostics for that version
+  arrive; p50/p95 over 100 edits (target p95 ≤ 50 ms). On a generated 3,000-line file with 20 recompiling modules
+  (about 20 findings): a module-level name renamed (``debounceMs: 0``: the analysis itself, summarise, link,
+  convert, send; then the default debounce with a typing pause between edits: an edit after a quiet period is
+  analysed at once, only bursts wait), and an empty line typed inside a function (every line below moves). Then on
+  the transformers module nearest 3,000 lines (downloaded once, as ``static_scan.py`` does): a local variable
+  renamed inside a function, and an empty line typed.
+* ``hover``: 100 hovers on compiled classes of the generated file, p50/p95 (target p95 ≤ 20 ms).
 * memory: the server's resident set size after it has scanned a generated 2,000-file workspace, and the scan time;
-  then the same edits on the 3,000-line file inside that workspace (each edit is linked against all 2,000 files).
+  then the same renames on the generated file inside that workspace (each edit is linked against all 2,000 files).
 
-    .venv/bin/python benchmarks/lsp_latency.py [--edits 100] [--files 2000]
+    .venv/bin/python benchmarks/lsp_latency.py [--edits 100] [--files 2000] [--no-corpus]
 
 Prints figures and each target as a ratio (measured / target; ≤ 1.00 meets it). Wall-clock latencies depend on what
 else the machine runs, so the server's own CPU time (from ``/proc/<pid>/stat``) is printed beside them: CPU seconds
@@ -19,8 +23,11 @@ at the ``initialize`` answer, and CPU milliseconds per edit.
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import os
+import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +39,12 @@ from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
 SERVER = [sys.executable, "-m", "dynamo_lens", "serve"]
+BARE_PYGLS = [
+    sys.executable,
+    "-c",
+    "from pygls.lsp.server import LanguageServer; LanguageServer('bare', '1').start_io()",
+]
+EDITOR_FILE_LINES = 3000
 
 MODULE = """\
 class Counter{n}(torch.nn.Module):
@@ -101,11 +114,11 @@ class Client(LanguageClient):
         return self.arrived[(uri, version)]
 
 
-async def start(root: Path, options: dict[str, Any]) -> tuple[Client, float]:
+async def start(root: Path, options: dict[str, Any], command: list[str] = SERVER) -> tuple[Client, float]:
     """A started and initialised server, and the wall seconds until ``initialize`` was answered."""
     client = Client()
     began = time.perf_counter()
-    await client.start_io(*SERVER)
+    await client.start_io(*command)
     capabilities = types.ClientCapabilities(
         window=types.WindowClientCapabilities(work_done_progress=True),
         workspace=types.WorkspaceClientCapabilities(configuration=True),
@@ -137,11 +150,66 @@ def report(name: str, values: list[float], target: float | None, unit: str = "ms
     print(f"{name:<48} p50 {p50:7.1f} {unit}  p95 {p95:7.1f} {unit}  max {max(values):7.1f} {unit}{ratio}")
 
 
+Change = tuple[types.Range, str]
+"""An incremental edit: the range it replaces and the text typed."""
+
+
+def renames(text: str) -> list[Change]:
+    """On the generated file: ``setting_`` → ``tuning_`` at the start of filler lines, spread over the file."""
+    filler = [i for i, line in enumerate(text.splitlines()) if line.startswith("setting_")]
+    lines = [filler[(n * 37) % len(filler)] for n in range(len(filler))]
+    return [(types.Range(types.Position(line, 0), types.Position(line, 7)), "tuning_") for line in lines]
+
+
+def local_renames(text: str) -> list[Change]:
+    """A character typed at the end of the target of ``name = ...`` inside functions (single-line, ASCII lines)."""
+    lines = text.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for statement in node.body:
+                target = statement.targets[0] if isinstance(statement, ast.Assign) else None
+                if isinstance(target, ast.Name) and statement.end_lineno == statement.lineno:
+                    line = statement.lineno - 1
+                    if lines[line].isascii():
+                        end = types.Position(line, target.end_col_offset or 0)
+                        found.append((types.Range(end, end), "q"))
+    random.Random(0).shuffle(found)
+    return found
+
+
+def new_lines(text: str) -> list[Change]:
+    """An empty line typed after a statement inside a function, at random places (the file grows by one line per
+    edit, so the lines are given for the text as it is after the edits before them)."""
+    places = sorted(
+        statement.end_lineno or statement.lineno
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for statement in node.body[:-1]
+    )
+    random.Random(0).shuffle(places)
+    changes: list[Change] = []
+    typed: list[int] = []
+    for place in places:
+        line = place + sum(1 for earlier in typed if earlier < place)  # lines typed above it moved it down
+        typed.append(place)
+        start = types.Position(line, 0)
+        changes.append((types.Range(start, start), "\n"))
+    return changes
+
+
 async def edits(
-    root: Path, text: str, count: int, options: dict[str, Any], pause: float, *, after_scan: bool = False
+    root: Path,
+    text: str,
+    changes: list[Change],
+    options: dict[str, Any],
+    pause: float,
+    *,
+    after_scan: bool = False,
 ) -> tuple[list[float], float]:
-    """Latencies (ms) of ``count`` edits, and the server's CPU milliseconds per edit (``after_scan``: start editing
-    once the workspace scan has finished, so that every edit is linked against the whole workspace)."""
+    """Latencies (ms) of the ``changes`` made one after the other to ``root/big.py`` (open with ``text``), and the
+    server's CPU milliseconds per edit (``after_scan``: start editing once the workspace scan has finished, so
+    that every edit is linked against the whole workspace)."""
     path = root / "big.py"
     uri = from_fs_path(str(path))
     assert uri is not None
@@ -152,21 +220,17 @@ async def edits(
         types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
     )
     await client.wait_for(uri, 1)
-    filler = [i for i, line in enumerate(text.splitlines()) if line.startswith("setting_")]
     latencies = []
     cpu_before = cpu_seconds(server_pid(client))
-    for version in range(2, count + 2):
-        line = filler[(version * 37) % len(filler)]
-        change = types.TextDocumentContentChangePartial(
-            range=types.Range(start=types.Position(line, 0), end=types.Position(line, 7)), text="tuning_"
-        )
+    for version, (where, typed) in enumerate(changes, start=2):
+        change = types.TextDocumentContentChangePartial(range=where, text=typed)
         sent = time.perf_counter()
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(types.VersionedTextDocumentIdentifier(uri=uri, version=version), [change])
         )
         latencies.append((await client.wait_for(uri, version) - sent) * 1000)
         await asyncio.sleep(pause)
-    cpu_ms = (cpu_seconds(server_pid(client)) - cpu_before) * 1000 / count
+    cpu_ms = (cpu_seconds(server_pid(client)) - cpu_before) * 1000 / len(changes)
     await stop(client)
     return latencies, cpu_ms
 
@@ -234,30 +298,59 @@ async def workspace_memory(root: Path) -> tuple[float, float, float]:
     return before, after, elapsed
 
 
+def corpus_file() -> Path | None:
+    """The transformers module nearest 3,000 lines that defines an ``nn.Module`` (the static benchmark's corpus)."""
+    from static_scan import prepare_corpus
+
+    try:
+        roots = prepare_corpus()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"(no corpus file: {exc})")
+        return None
+    files = [p for p in roots[0].rglob("*.py") if b"nn.Module" in p.read_bytes()]
+    return min(files, key=lambda p: abs(p.read_bytes().count(b"\n") - EDITOR_FILE_LINES))
+
+
+async def timed_edits(root: Path, label: str, text: str, changes: list[Change], options: dict[str, Any]) -> None:
+    latencies, cpu_ms = await edits(root, text, changes, options, 0.0 if options.get("debounceMs") == 0 else 0.25)
+    report(f"didChange -> publishDiagnostics ({label})", latencies, 50.0)
+    print(f"  server CPU per edit: {cpu_ms:.1f} ms")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edits", type=int, default=100)
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--no-corpus", action="store_true", help="skip the edits on a real (downloaded) module")
     args = parser.parse_args()
-    text, class_lines = big_file(3000, 20)
-    print(f"file: {len(text.splitlines())} lines, {len(class_lines)} recompiling modules")
+    text, class_lines = big_file(EDITOR_FILE_LINES, 20)
+    print(f"generated file: {len(text.splitlines())} lines, {len(class_lines)} recompiling modules")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "big.py").write_text(text)
-        starts, start_cpu = [], []
-        for _ in range(args.starts):
-            client, elapsed = await start(root, {})
-            starts.append(elapsed * 1000)
-            start_cpu.append(cpu_seconds(server_pid(client)) * 1000)
-            await stop(client)
-        report("start -> initialize answered", starts, 500.0)
-        report("  server CPU at the initialize answer", start_cpu, 500.0)
-        for label, options, pause in (("debounce 0", {"debounceMs": 0}, 0.0), ("default, pauses", {}, 0.25)):
-            latencies, cpu_ms = await edits(root, text, args.edits, options, pause)
-            report(f"didChange -> publishDiagnostics ({label})", latencies, 50.0)
-            print(f"  server CPU per edit: {cpu_ms:.1f} ms")
+        for label, command in (("dynamo-lens serve", SERVER), ("bare pygls server (the floor)", BARE_PYGLS)):
+            starts, start_cpu = [], []
+            for _ in range(args.starts):
+                client, elapsed = await start(root, {}, command)
+                starts.append(elapsed * 1000)
+                start_cpu.append(cpu_seconds(server_pid(client)) * 1000)
+                await stop(client)
+            report(f"start -> initialize answered: {label}", starts, 500.0)
+            report("  server CPU at the initialize answer", start_cpu, 500.0)
+        fast = {"debounceMs": 0}
+        await timed_edits(root, "rename, debounce 0", text, renames(text)[: args.edits], fast)
+        await timed_edits(root, "rename, default, pauses", text, renames(text)[: args.edits], {})
+        await timed_edits(root, "new line, debounce 0", text, new_lines(text)[: args.edits], fast)
         report("hover on a compiled class", await hovers(root, text, class_lines, 100), 20.0)
+        real = None if args.no_corpus else corpus_file()
+        if real is not None:
+            code = real.read_text(encoding="utf-8")
+            name = "/".join(real.parts[-3:])
+            print(f"real file: {name}, {len(code.splitlines())} lines")
+            (root / "big.py").write_text(code)
+            await timed_edits(root, "local rename, debounce 0", code, local_renames(code)[: args.edits], fast)
+            await timed_edits(root, "new line, debounce 0", code, new_lines(code)[: args.edits], fast)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         generate_workspace(root, args.files)
@@ -265,7 +358,8 @@ async def main() -> None:
         memory = f"server RSS {before:.0f} MiB before, {after:.0f} MiB after"
         print(f"{args.files}-file workspace: scan {seconds:.1f} s, {memory}")
         (root / "big.py").write_text(text)
-        latencies, cpu_ms = await edits(root, text, args.edits // 2, {"debounceMs": 0}, 0.0, after_scan=True)
+        changes = renames(text)[: args.edits // 2]
+        latencies, cpu_ms = await edits(root, text, changes, {"debounceMs": 0}, 0.0, after_scan=True)
         report(f"didChange -> publishDiagnostics (in the {args.files}-file workspace)", latencies, 50.0)
         print(f"  server CPU per edit: {cpu_ms:.1f} ms")
 
