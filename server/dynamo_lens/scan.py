@@ -153,20 +153,25 @@ def analyse_text(path: str, text: str, summarizer: FileSummarizer | None = None)
     return FileAnalysis(summary, find_suppressions(text))
 
 
-def link_files(analyses: Iterable[FileAnalysis], settings: Settings) -> tuple[list[Finding], tuple[str, ...]]:
-    """The workspace pass over per-file results, then suppression comments and ``settings``.
+def link_files(
+    analyses: Iterable[FileAnalysis], settings: Settings, linker: static.Linker | None = None
+) -> tuple[list[Finding], tuple[str, ...]]:
+    """The workspace pass over per-file results, then suppression comments and ``settings`` (``linker``: the
+    editor's, for successive versions of the workspace).
 
     Returns the findings (unsorted) and internal errors (a failing check is reported, never raised).
     """
     analyses = list(analyses)
-    findings, internal = _link_raw(analyses)
+    findings, internal = _link_raw(analyses, linker)
     suppressions = {a.path: a.suppressions for a in analyses if a.suppressions}
     return _finish(findings, suppressions, settings), internal
 
 
-def _link_raw(analyses: Iterable[FileAnalysis]) -> tuple[list[Finding], tuple[str, ...]]:
+def _link_raw(
+    analyses: Iterable[FileAnalysis], linker: static.Linker | None = None
+) -> tuple[list[Finding], tuple[str, ...]]:
     try:
-        return static.link([a.summary for a in analyses]), ()
+        return static.link([a.summary for a in analyses], linker), ()
     except Exception as exc:  # a bug in a check must not turn into a traceback for the user
         return [], (f"internal error while linking: {type(exc).__name__}: {exc}",)
 

@@ -33,7 +33,7 @@ class FakeAnalyzer:
                     marks.append(Candidate(code, Span(path, number, column, number, column + len(word))))
         return FileSummary(path, candidates=tuple(marks))
 
-    def link(self, summaries: Sequence[FileSummary]) -> list[Finding]:
+    def link(self, summaries: Sequence[FileSummary], linker: object = None) -> list[Finding]:
         self.linked += 1
         return [
             Finding(

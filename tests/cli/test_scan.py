@@ -162,7 +162,7 @@ def test_link_failure_is_an_internal_error(
 ) -> None:
     _tree(tmp_path, {"a.py": "MARK\n"})
 
-    def broken_link(summaries: object) -> list[object]:
+    def broken_link(summaries: object, linker: object = None) -> list[object]:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(scan_module.static, "link", broken_link)

@@ -26,6 +26,7 @@ from dynamo_lens.model import Finding
 if TYPE_CHECKING:
     from dynamo_lens.scan import FileAnalysis
     from dynamo_lens.scan_sources import FileProblem
+    from dynamo_lens.static import Linker
     from dynamo_lens.static.incremental import FileSummarizer
     from dynamo_lens.static.summary import FileSummary
 
@@ -36,6 +37,8 @@ class WorkspaceAnalysis:
         self._pinned: dict[str, FileSummarizer | None] = {}
         """Open documents, each with the summarizer of its successive versions (made on first analysis)."""
         self._lock = threading.Lock()
+        self._linker: Linker | None = None
+        """Reuses the tables of unchanged files from one link to the next (imported with the analyzer)."""
         self._generations = itertools.count(1)
 
     def next_generation(self) -> int:
@@ -113,9 +116,11 @@ class WorkspaceAnalysis:
             return {}, ()
         with self._lock:
             analyses = [analysis for _generation, analysis in self._files.values()]
-        from dynamo_lens import scan
+        from dynamo_lens import scan, static
 
-        linked, internal_errors = scan.link_files(analyses, rules)
+        if self._linker is None:
+            self._linker = static.Linker()
+        linked, internal_errors = scan.link_files(analyses, rules, self._linker)
         grouped: dict[str, list[Finding]] = {}
         for finding in linked:
             grouped.setdefault(finding.path, []).append(finding)

@@ -16,8 +16,11 @@ from __future__ import annotations
 import ast
 import gc
 import logging
+import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from typing import Any
 
 from dynamo_lens.model import Finding
 from dynamo_lens.static.checks import all_checks, checks_by_code
@@ -28,7 +31,7 @@ from dynamo_lens.static.positions import LineIndex, split_lines
 from dynamo_lens.static.summary import Candidate, FileSummary
 from dynamo_lens.static.walk import Walker
 
-__all__ = ["FileSummary", "WorkspaceIndex", "link", "might_matter", "summarize"]
+__all__ = ["FileSummary", "Linker", "WorkspaceIndex", "link", "might_matter", "summarize"]
 
 _log = logging.getLogger(__name__)
 
@@ -141,31 +144,58 @@ def _parse_prefix(text: str, error_line: int | None) -> ast.Module | None:
     return None
 
 
-def link(summaries: Sequence[FileSummary]) -> list[Finding]:
-    """Every finding for the workspace made of ``summaries``, sorted by path, line, column and code."""
+def link(summaries: Sequence[FileSummary], linker: Linker | None = None) -> list[Finding]:
+    """Every finding for the workspace made of ``summaries``, sorted by path, line, column and code; ``linker``
+    (the editor's, for successive versions of one workspace) reuses what the previous version shares."""
     collecting = gc.isenabled()
     gc.disable()  # as in summarize: millions of live summary objects make every full collection expensive
     try:
-        return _link(summaries)
+        if linker is None:
+            return _link(summaries, WorkspaceIndex(summaries))
+        with linker.lock:  # an index hands its state over to the next one: never two at once
+            index = WorkspaceIndex(summaries, linker.last)
+            index.track_changes()
+            linker.last = index
+            return _link(summaries, index)
     finally:
         if collecting:
             gc.enable()
 
 
-def _link(summaries: Sequence[FileSummary]) -> list[Finding]:
-    index = WorkspaceIndex(summaries)
-    by_code: dict[str, list[Candidate]] = {}
+def _judge_all(
+    judge: Callable[[Any, WorkspaceIndex], Iterable[Finding]], candidates: list[Candidate], index: WorkspaceIndex
+) -> list[Finding]:
+    return [finding for candidate in candidates for finding in judge(candidate, index)]
+
+
+class Linker:
+    """Links successive versions of one workspace: each link keeps what the files it did not change allow (their
+    tables, and results that only depend on what such files reach: :meth:`WorkspaceIndex.carried`). Links of one
+    linker run one at a time."""
+
+    def __init__(self) -> None:
+        self.last: WorkspaceIndex | None = None
+        self.lock = threading.Lock()
+
+
+def _link(summaries: Sequence[FileSummary], index: WorkspaceIndex) -> list[Finding]:
+    by_code: dict[str, dict[str, list[Candidate]]] = {}
     for summary in summaries:
         for candidate in summary.candidates:
-            by_code.setdefault(candidate.code, []).append(candidate)
+            by_code.setdefault(candidate.code, {}).setdefault(summary.path, []).append(candidate)
     findings: dict[tuple[str, str, int, int, int, int], Finding] = {}
     checks = checks_by_code()
     for check in checks.values():
         try:
             produced: list[Finding] = []
-            if check.judge is not None:
-                for candidate in by_code.get(check.code, ()):
-                    produced.extend(check.judge(candidate, index))
+            judge = check.judge
+            if judge is not None:
+                for path, candidates in by_code.get(check.code, {}).items():
+                    if check.judged_locally:
+                        key = ("judged", check.code, path, index.sites_version)
+                        produced.extend(index.carried(key, path, partial(_judge_all, judge, candidates, index)))
+                    else:
+                        produced.extend(_judge_all(judge, candidates, index))
             if check.judge_workspace is not None:
                 produced.extend(check.judge_workspace(index))
         except Exception:  # one broken check must not hide the others

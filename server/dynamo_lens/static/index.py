@@ -64,19 +64,44 @@ _Node = tuple[Literal["method"], ClassKey, str] | tuple[Literal["function"], Fun
 
 
 class WorkspaceIndex:
-    def __init__(self, summaries: Sequence[FileSummary]) -> None:
+    def __init__(self, summaries: Sequence[FileSummary], previous: WorkspaceIndex | None = None) -> None:
+        """``previous``: the index of an earlier version of the same workspace (the editor links one after each
+        edit). It hands over the tables of the files that did not change (the same summary objects), and the
+        results of :meth:`carried` that no change can have reached. It must not be used again afterwards."""
+        known = previous._files if previous is not None else {}
         self._files: dict[str, _FileTables] = {}
-        self._modules: dict[str, list[str]] = {}
+        changed: list[str] = []
         for summary in summaries:
-            self._files[summary.path] = _FileTables(
-                summary,
-                {c.qualname: c for c in summary.classes},
-                {f.qualname: f for f in summary.functions},
-                {b.name: b for b in summary.instances if b.scope == ""},
-                dict(summary.imports),
-            )
-            for name in _module_names(summary.path):
-                self._modules.setdefault(name, []).append(summary.path)
+            tables = known.get(summary.path)
+            if tables is None or tables.summary is not summary:
+                tables = _FileTables(
+                    summary,
+                    {c.qualname: c for c in summary.classes},
+                    {f.qualname: f for f in summary.functions},
+                    {b.name: b for b in summary.instances if b.scope == ""},
+                    dict(summary.imports),
+                )
+                changed.append(summary.path)
+            self._files[summary.path] = tables
+        self._paths = tuple(self._files)
+        self._modules: dict[str, list[str]]
+        self._carried: dict[Any, Any] = {}
+        self._previous_carried: dict[Any, Any] = {}
+        self._affected: set[str] | None = None
+        """Files whose view of the workspace may differ from ``previous``'s (None: every file's may)."""
+        self._targets: dict[str, frozenset[str]] = {}
+        self._sources: dict[str, set[str]] = {}
+        self._absolute: dict[str, tuple[str, ...]] = {}
+        self._relative_prefixes: dict[tuple[str, str], tuple[str, ...]] = {}
+        same_files = previous is not None and previous._paths == self._paths
+        if previous is not None and same_files:
+            self._modules = previous._modules  # the same files: the same module names
+            self._carry_over(previous, changed)
+        else:
+            self._modules = {}
+            for path in self._paths:
+                for name in _module_names(path):
+                    self._modules.setdefault(name, []).append(path)
         self._memo: dict[Any, Any] = {}
         self._resolved: dict[tuple[str, Ref], Symbol | None] = {}
         self._relative: dict[tuple[str, str], tuple[str, int] | None] = {}
@@ -89,6 +114,18 @@ class WorkspaceIndex:
         self._function_sites: dict[FunctionKey, set[CompileSite]] = {}
         self._bindings: dict[tuple[str, str, str], CompileSite] = {}
         self._link_compile_sites()
+        self._site_reach = (
+            tuple(self.compile_sites()),
+            self._method_sites,
+            self._class_sites,
+            self._function_sites,
+            self._bindings,
+        )
+        self.sites_version = 0
+        """Changes whenever a compile site, or what one reaches, does (between the links of one editor session)."""
+        if previous is not None and same_files:
+            same = previous._site_reach == self._site_reach
+            self.sites_version = previous.sites_version + (0 if same else 1)
 
     # -- files and classes ---------------------------------------------------------------------------------------
     @property
@@ -107,9 +144,22 @@ class WorkspaceIndex:
             for qualname, summary in tables.classes.items():
                 yield (path, qualname), summary
 
+    def classes_of(self, path: str) -> Iterable[tuple[ClassKey, ClassSummary]]:
+        tables = self._files.get(path)
+        return (((path, qualname), summary) for qualname, summary in tables.classes.items()) if tables else ()
+
     def class_summary(self, key: ClassKey) -> ClassSummary | None:
         tables = self._files.get(key[0])
         return tables.classes.get(key[1]) if tables is not None else None
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return self._paths
+
+    @property
+    def affected(self) -> frozenset[str] | None:
+        """The files whose view of the workspace may differ from the previous index's (None: all of them)."""
+        return frozenset(self._affected) if self._affected is not None else None
 
     def memo(self, key: Any, compute: Callable[[], _T]) -> _T:
         """Compute a workspace-wide analysis once per link (shared by checks, e.g. the state flow of DL101-DL106)."""
@@ -117,6 +167,107 @@ class WorkspaceIndex:
             self._memo[key] = compute()
         result: _T = self._memo[key]
         return result
+
+    def carried(self, key: Any, path: str, compute: Callable[[], _T]) -> _T:
+        """``compute()`` once per link, for a result that depends on nothing but what the file ``path`` can reach
+        through its names (its classes, their bases and methods, what those call, across imports: everything
+        :meth:`resolve` may visit from there). The previous index's result for ``key`` is reused when no file that
+        ``path`` reaches has changed since: an edit then costs what it touches, not the whole workspace."""
+        if key in self._carried:
+            result: _T = self._carried[key]
+            return result
+        value: _T
+        if self._affected is not None and path not in self._affected and key in self._previous_carried:
+            value = self._previous_carried[key]
+        else:
+            value = compute()
+        self._carried[key] = value
+        return value
+
+    def track_changes(self) -> None:
+        """Know which files reach which, so that the next index (given this one as ``previous``) can tell what an
+        edit affects (done once; later indexes update it for the files that changed)."""
+        if not self._targets:
+            for path in self._paths:
+                self._link_file(path)
+
+    def _carry_over(self, previous: WorkspaceIndex, changed: list[str]) -> None:
+        """Take over ``previous``'s carried results and file graph, and find the files ``changed`` can affect:
+        themselves, and every file that reaches one of them through its names."""
+        self._previous_carried = previous._carried
+        if not previous._targets:
+            return  # ``previous`` did not track changes: nothing is known to be unaffected
+        self._targets, self._sources = previous._targets, previous._sources
+        for path in changed:
+            for target in self._targets.get(path, ()):
+                self._sources[target].discard(path)
+            self._link_file(path)
+        affected = set(changed)
+        pending = list(changed)
+        while pending:
+            for source in self._sources.get(pending.pop(), ()):
+                if source not in affected:
+                    affected.add(source)
+                    pending.append(source)
+        self._affected = affected
+
+    def _link_file(self, path: str) -> None:
+        targets = self._targets[path] = self._referenced_files(path)
+        for target in targets:
+            self._sources.setdefault(target, set()).add(path)
+
+    def _absolute_files(self, dotted: str) -> tuple[str, ...]:
+        """The files of every prefix of the absolute name ``dotted`` (``a``, ``a.b``, ``a.b.c``)."""
+        found = self._absolute.get(dotted)
+        if found is None:
+            parts = dotted.split(".")
+            found = self._absolute[dotted] = tuple(
+                file for cut in range(1, len(parts) + 1) for file in self._modules.get(".".join(parts[:cut]), ())
+            )
+        return found
+
+    def _relative_files(self, base: str, dotted: str) -> tuple[str, ...]:
+        """The files of every prefix of ``dotted`` under the package directory ``base`` (``from ..a.b import c``)."""
+        key = (base, dotted)
+        found = self._relative_prefixes.get(key)
+        if found is None:
+            parts = dotted.split(".") if dotted else []
+            files: list[str] = []
+            for cut in range(len(parts) + 1):
+                stem = "/".join([base, *parts[:cut]]) if base else "/".join(parts[:cut])
+                for candidate in (f"{stem}.py", f"{stem}/__init__.py" if stem else "__init__.py"):
+                    if candidate in self._files:
+                        files.append(candidate)
+            found = self._relative_prefixes[key] = tuple(files)
+        return found
+
+    def _referenced_files(self, path: str) -> frozenset[str]:
+        """The files any name of ``path``'s summary may resolve into (more than :meth:`resolve` visits, never
+        fewer): every file a prefix of an absolute name, or of a relative name from its package, is."""
+        summary = self._files[path].summary
+        refs: list[Ref | None] = [ref for _, ref in summary.imports]
+        refs += [b.callee for b in summary.instances]
+        refs += [site.target.ref for site in summary.compile_sites]
+        for function in summary.functions:
+            refs += [call.ref for call in function.calls]
+        for cls in summary.classes:
+            refs += cls.bases
+            for attr in cls.init_attrs:
+                refs += attr.constructors
+            for method in cls.methods:
+                refs += [call.ref for call in method.calls]
+                refs += [event.ctor for event in method.events]
+        names = {(ref.dotted, ref.level) for ref in refs if ref is not None and ref.level != LOCAL}  # hash tuples
+        found = {path}
+        for dotted, level in names:
+            if level == 0:
+                found.update(self._absolute_files(dotted))
+                continue
+            base = path
+            for _ in range(level):
+                base = base.rpartition("/")[0]
+            found.update(self._relative_files(base, dotted))
+        return frozenset(found)
 
     # -- names ---------------------------------------------------------------------------------------------------
     def resolve(self, path: str, ref: Ref, _depth: int = 0) -> Symbol | None:

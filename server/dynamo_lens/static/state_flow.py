@@ -20,6 +20,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 from dynamo_lens.model import Finding, Related, Span
 from dynamo_lens.static.index import ClassKey, WorkspaceIndex
@@ -88,6 +90,9 @@ class ClassFlow:
     methods: set[tuple[ClassKey, str]]
     """Every (defining class, method) the call runs."""
     attrs: dict[str, AttrFlow]
+    derived: dict[str, Any] = field(default_factory=dict)
+    """What checks worked out from this flow alone (and from what its class's file reaches). A flow is carried
+    from one link to the next while nothing it reaches changed (:meth:`WorkspaceIndex.carried`), and so is this."""
 
 
 def class_flows(index: WorkspaceIndex) -> list[ClassFlow]:
@@ -95,23 +100,47 @@ def class_flows(index: WorkspaceIndex) -> list[ClassFlow]:
     return index.memo("state_flow.class_flows", lambda: _compute(index))
 
 
+def stateful_flows(index: WorkspaceIndex) -> list[ClassFlow]:
+    """The flows that change some attribute (most traced calls change none: they have nothing to report)."""
+    return index.memo("state_flow.stateful_flows", lambda: [flow for flow in class_flows(index) if flow.accesses])
+
+
 def _compute(index: WorkspaceIndex) -> list[ClassFlow]:
-    entries: dict[ClassKey, set[str]] = {}
-    for key, _ in index.classes():
-        if index.is_module_class(key) and index.find_method(key, "forward") is not None:
-            entries.setdefault(key, set()).add("forward")
+    """Entries in a fixed order: every module class's ``forward`` (file by file, with the other methods compile
+    sites compile on it), then the classes only compile sites name. A file's forward flows are carried from one
+    link to the next while nothing they can reach has changed."""
+    compiled: dict[ClassKey, set[str]] = {}
     for summary in index.summaries:
         for site in summary.compile_sites:
             for entry in index.compiled_entries(summary.path, site):
                 if entry[0] == "method":
-                    entries.setdefault(entry[1], set()).add(entry[2])
+                    compiled.setdefault(entry[1], set()).add(entry[2])
     flows: list[ClassFlow] = []
-    for key, names in entries.items():
+    for path in index.paths:
+        for key, forward in index.carried(("state_flow.forwards", path), path, partial(_forward_flows, index, path)):
+            if key not in compiled:
+                if forward is not None:
+                    flows.append(forward)
+                continue
+            for name in sorted({"forward", *compiled.pop(key)}):
+                flow = forward if name == "forward" else _lay_out(index, key, name)
+                if flow is not None:
+                    flows.append(flow)
+    for key, names in compiled.items():
         for name in sorted(names):
             flow = _lay_out(index, key, name)
             if flow is not None:
                 flows.append(flow)
     return flows
+
+
+def _forward_flows(index: WorkspaceIndex, path: str) -> list[tuple[ClassKey, ClassFlow | None]]:
+    """The ``forward`` flow of each ``nn.Module`` class of ``path`` that has one, in the file's order."""
+    return [
+        (key, _lay_out(index, key, "forward"))
+        for key, _ in index.classes_of(path)
+        if index.is_module_class(key) and index.find_method(key, "forward") is not None
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +281,7 @@ def judge_attrs(
 ) -> list[Finding]:
     """What ``judge`` finds on each attribute of each class flow, one finding per place (see ``keep_loudest``)."""
     return keep_loudest(
-        f for flow in class_flows(index) for attr in flow.attrs.values() for f in judge(index, flow, attr)
+        f for flow in stateful_flows(index) for attr in flow.attrs.values() for f in judge(index, flow, attr)
     )
 
 

@@ -87,6 +87,10 @@ class Check:
     judge: Callable[[Any, WorkspaceIndex], Iterable[Finding]] | None = None
     """Called once per candidate of this code (typed ``Any`` so a check can annotate its own Candidate subclass)."""
     judge_workspace: Callable[[WorkspaceIndex], Iterable[Finding]] | None = None
+    judged_locally: bool = False
+    """``judge`` reads nothing but what the candidate's file reaches through its names and where compile sites
+    reach (``sites_for_*``, ``compiled_binding``): the editor then keeps a file's findings from one link to the next
+    while neither changed (:meth:`WorkspaceIndex.carried`)."""
 
 
 @cache

@@ -8,12 +8,12 @@ from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.rules.dl103_attr_created_in_forward import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.index import WorkspaceIndex
-from dynamo_lens.static.state_flow import AttrFlow, ClassFlow, class_flows, closure, keep_loudest, sites_of
+from dynamo_lens.static.state_flow import AttrFlow, ClassFlow, closure, keep_loudest, sites_of, stateful_flows
 
 
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
     findings: list[Finding] = []
-    for flow in class_flows(index):
+    for flow in stateful_flows(index):
         for attr in flow.attrs.values():
             finding = _judge(index, flow, attr)
             if finding is not None:

@@ -8,12 +8,12 @@ from dynamo_lens.model import Finding
 from dynamo_lens.rules.dl104_setattr_on_self import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.index import WorkspaceIndex
-from dynamo_lens.static.state_flow import class_flows, keep_loudest, sites_of
+from dynamo_lens.static.state_flow import keep_loudest, sites_of, stateful_flows
 
 
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
     findings: list[Finding] = []
-    for flow in class_flows(index):
+    for flow in stateful_flows(index):
         for access in flow.accesses:
             event = access.event
             if event.kind != "setattr":

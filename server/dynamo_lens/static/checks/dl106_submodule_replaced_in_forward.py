@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from dynamo_lens.model import Finding, Span
 from dynamo_lens.rules.dl106_submodule_replaced_in_forward import RULE
 from dynamo_lens.static.checks import Check
 from dynamo_lens.static.index import ClassKey, WorkspaceIndex
-from dynamo_lens.static.state_flow import Access, class_flows, keep_loudest, method_summary, sites_of, unseen_summaries
+from dynamo_lens.static.state_flow import (
+    Access,
+    ClassFlow,
+    class_flows,
+    keep_loudest,
+    method_summary,
+    sites_of,
+    unseen_summaries,
+)
 from dynamo_lens.static.summary import Ref
 
 TORCH_MODULES_WITH_PARAMETERS = frozenset(
@@ -21,39 +30,64 @@ TORCH_MODULES_WITH_PARAMETERS = frozenset(
 """``torch.nn`` classes whose constructor creates an ``nn.Parameter`` with default arguments."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Built:
+    """A module built in traced code: written to ``self.<attr>`` (``access``), or a bare call in ``owner.method``."""
+
+    span: Span
+    message: str
+    access: Access | None
+    attr: str
+    owner: ClassKey
+    method: str
+    module: str
+
+
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
     findings: list[Finding] = []
     for flow in class_flows(index):
-        lines: set[tuple[str, int]] = set()
-        for access in flow.accesses:
-            event = access.event
-            if event.kind != "write" or event.ctor is None:
+        built = flow.derived.get(RULE.code)
+        if built is None:
+            built = flow.derived[RULE.code] = _built_in(index, flow)
+        for found in built:
+            if found.access is not None:
+                findings.append(_finding(index, found.span, found.message, [found.access], found.attr))
+            else:
+                sites = index.sites_for_method(found.owner, found.method)
+                data = {"module": found.module, "class": flow.cls[1]}
+                findings.append(index.finding(RULE, found.span, found.message, sites, data=data))
+    yield from keep_loudest(findings)
+
+
+def _built_in(index: WorkspaceIndex, flow: ClassFlow) -> list[_Built]:
+    found: list[_Built] = []
+    lines: set[tuple[str, int]] = set()
+    for access in flow.accesses:
+        event = access.event
+        if event.kind != "write" or event.ctor is None:
+            continue
+        built = _builds_parameters(index, access.owner[0], event.ctor)
+        if built is None:
+            continue
+        lines.add((event.span.path, event.span.line))
+        message = (
+            f"`self.{event.attr} = {event.text}` in {_place(flow.entry, access.method)} builds a new `{built}` "
+            f"on every call: {_COST}"
+        )
+        found.append(_Built(event.span, message, access, event.attr, access.owner, access.method, built))
+    for owner, name in sorted(flow.methods):
+        method = method_summary(index, owner, name)
+        if method is None:
+            continue
+        for call in method.calls:
+            if (call.span.path, call.span.line) in lines:
                 continue
-            built = _builds_parameters(index, access.owner[0], event.ctor)
+            built = _builds_parameters(index, owner[0], call.ref)
             if built is None:
                 continue
-            lines.add((event.span.path, event.span.line))
-            message = (
-                f"`self.{event.attr} = {event.text}` in {_place(flow.entry, access.method)} builds a new `{built}` "
-                f"on every call: {_COST}"
-            )
-            findings.append(_finding(index, event.span, message, [access], event.attr))
-        for owner, name in sorted(flow.methods):
-            method = method_summary(index, owner, name)
-            if method is None:
-                continue
-            for call in method.calls:
-                if (call.span.path, call.span.line) in lines:
-                    continue
-                built = _builds_parameters(index, owner[0], call.ref)
-                if built is None:
-                    continue
-                message = f"`{built}(…)` in {_place(flow.entry, name)} builds a new module on every call: {_COST}"
-                sites = index.sites_for_method(owner, name)
-                findings.append(
-                    index.finding(RULE, call.span, message, sites, data={"module": built, "class": flow.cls[1]})
-                )
-    yield from keep_loudest(findings)
+            message = f"`{built}(…)` in {_place(flow.entry, name)} builds a new module on every call: {_COST}"
+            found.append(_Built(call.span, message, None, "", owner, name, built))
+    return found
 
 
 _COST = (

@@ -332,4 +332,4 @@ def judge_global(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> I
     yield from judge(candidate, index)
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge_global)
+CHECK = Check(RULE.code, collect=collect, judge=judge_global, judged_locally=True)

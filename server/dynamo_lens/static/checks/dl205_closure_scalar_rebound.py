@@ -189,4 +189,4 @@ def _bounds_range(body: FunctionBody, name: str) -> bool:
     )
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge)
+CHECK = Check(RULE.code, collect=collect, judge=judge, judged_locally=True)

@@ -211,4 +211,4 @@ def _candidate(ctx: FileContext, body: FunctionBody, call: ast.Call, found: Grap
     )
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge)
+CHECK = Check(RULE.code, collect=collect, judge=judge, judged_locally=True)

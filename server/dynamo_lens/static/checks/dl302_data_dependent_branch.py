@@ -77,4 +77,4 @@ def _conditions(body: FunctionBody) -> Iterator[tuple[str, ast.expr, ast.stmt]]:
             yield from ((operator, v, statement) for v in node.values[:-1])
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge)
+CHECK = Check(RULE.code, collect=collect, judge=judge, judged_locally=True)
