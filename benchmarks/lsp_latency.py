@@ -27,6 +27,7 @@ import ast
 import asyncio
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -311,6 +312,13 @@ def corpus_file() -> Path | None:
     return min(files, key=lambda p: abs(p.read_bytes().count(b"\n") - EDITOR_FILE_LINES))
 
 
+def corpus_root(path: Path) -> Path:
+    """The unpacked wheel directory ``path`` lies in."""
+    from static_scan import SOURCES
+
+    return SOURCES / path.relative_to(SOURCES).parts[0]
+
+
 async def timed_edits(root: Path, label: str, text: str, changes: list[Change], options: dict[str, Any]) -> None:
     latencies, cpu_ms = await edits(root, text, changes, options, 0.0 if options.get("debounceMs") == 0 else 0.25)
     report(f"didChange -> publishDiagnostics ({label})", latencies, 50.0)
@@ -351,6 +359,16 @@ async def main() -> None:
             (root / "big.py").write_text(code)
             await timed_edits(root, "local rename, debounce 0", code, local_renames(code)[: args.edits], fast)
             await timed_edits(root, "new line, debounce 0", code, new_lines(code)[: args.edits], fast)
+    if real is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = Path(tmp) / "ws"
+            shutil.copytree(corpus_root(real), tree)
+            (tree / "big.py").write_text(code)
+            files = sum(1 for _ in tree.rglob("*.py"))
+            changes = local_renames(code)[: args.edits // 2]
+            latencies, cpu_ms = await edits(tree, code, changes, fast, 0.0, after_scan=True)
+            report(f"didChange -> publishDiagnostics (real file in its own tree, {files} files)", latencies, 50.0)
+            print(f"  server CPU per edit: {cpu_ms:.1f} ms")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         generate_workspace(root, args.files)
