@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import ast
+import gc
 import pickle
+
+from sources import FIXTURE_TEXTS
 
 from dynamo_lens.static import link, might_matter, summarize
 from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.incremental import FileSummarizer
 from dynamo_lens.static.index import WorkspaceIndex
 from dynamo_lens.static.positions import LineIndex
 from dynamo_lens.static.summary import LOCAL, Ref
@@ -139,3 +143,22 @@ def test_form_feeds_do_not_move_lines() -> None:
         "@torch.compile\ndef f(x):\n    y = x.sum()\n    return y if y > 0 else 0\n"
     )
     assert [(f.code, f.span.line) for f in link([summarize("m.py", text)])] == [("DL001", 5), ("DL302", 8)]
+
+
+def test_summaries_leave_no_reference_cycles() -> None:
+    """Files are analysed with the cyclic collector paused: whatever a summary left in a cycle would pile up (a
+    cold scan of 4,300 files once peaked at 1.7 GB that way)."""
+    link([summarize("/ws/m.py", text) for text in FIXTURE_TEXTS])  # every check module imported (slots classes
+    gc.collect()  # leave their first definitions behind in cycles, once)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for text in FIXTURE_TEXTS:
+            summarize("/ws/m.py", text)
+            summarizer = FileSummarizer("/ws/m.py")
+            summarizer.summarize(text)
+            summarizer.summarize(text + "\n# edited\n")
+        assert gc.collect() == 0
+    finally:
+        if collecting:
+            gc.enable()

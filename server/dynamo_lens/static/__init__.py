@@ -101,15 +101,20 @@ def summarize_walked(ctx: FileContext, walker: Walker, error: str | None = None)
     classes, functions, instances = walker.finish()
     ctx.compile_sites = find_compile_sites(ctx, walker.decorated, instances)
     candidates: list[Candidate] = []
-    for check in all_checks():
-        if check.collect is None:
-            continue
-        try:
-            candidates.extend(check.collect(ctx))
-        except RecursionError:
-            raise
-        except Exception:  # a bug in one check must not cost the user every other finding
-            _log.exception("check %s failed on %s", check.code, ctx.path)
+    try:
+        for check in all_checks():
+            if check.collect is None:
+                continue
+            try:
+                candidates.extend(check.collect(ctx))
+            except RecursionError:
+                raise
+            except Exception:  # a bug in one check must not cost the user every other finding
+                _log.exception("check %s failed on %s", check.code, ctx.path)
+    finally:
+        # What checks keep with the blocks (function bodies) refers back to ctx; without this edge no reference
+        # cycle outlives the summary (the collector is paused while files are analysed).
+        ctx.blocks = ()
     return FileSummary(
         path=ctx.path,
         error=error,

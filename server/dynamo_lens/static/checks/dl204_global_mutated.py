@@ -181,14 +181,9 @@ class _ModuleBindings:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.loops = [at for kind in (ast.For, ast.AsyncFor) for at in ctx.nodes(kind) if at.scope.kind == "module"]
-        self._ints: set[str] | None = None
+        self.int_names = _LoopInts(self.loops)
+        """The bindings' lookup (its own object: bindings that pointed back here would make a reference cycle)."""
         self._of: dict[str, list[Binding]] = {}
-
-    def int_names(self, name: str) -> ValueKind:
-        """``int`` for the variable of a module-level ``for name in range(...)``."""
-        if self._ints is None:
-            self._ints = range_loop_names(at.node for at in self.loops)
-        return "int" if name in self._ints else "unknown"
 
     def rebound(self) -> set[str]:
         """Names some module-level binding assigns again: in a loop, augmented, or a loop variable."""
@@ -214,6 +209,19 @@ class _ModuleBindings:
 
     def _bindings(self, at: NodeAt) -> Iterator[Binding]:
         return _targets(at.node, self.int_names, in_loop=at.loop_depth > 0)
+
+
+class _LoopInts:
+    """``int`` for the variable of a module-level ``for name in range(...)``, ``unknown`` for other names."""
+
+    def __init__(self, loops: list[NodeAt]) -> None:
+        self._loops = loops
+        self._names: set[str] | None = None
+
+    def __call__(self, name: str) -> ValueKind:
+        if self._names is None:
+            self._names = range_loop_names(at.node for at in self._loops)
+        return "int" if name in self._names else "unknown"
 
 
 def _target_names(node: ast.AST) -> Iterator[str]:
