@@ -8,7 +8,9 @@ unpacks them, then in the same run times, on the same files:
 * ``dynamo-lens check --no-cache``   (cold: every file parsed; target ≤ 4x ruff)
 * ``dynamo-lens check``               (warm: the cache populated by a first run; target ≤ 1x ruff)
 * ``ruff check --select F --no-cache``
-* ``summarize`` + ``link`` of one ~3,000-line file in this process (median; target ≤ 30 ms: the keystroke budget)
+* one ~3,000-line file in this process, the editor's two paths (medians): opened (``summarize`` + ``link`` from
+  scratch), and a keystroke (a character typed on one line: the document's ``FileSummarizer`` redoes the blocks
+  around it, then ``link``; target ≤ 30 ms, the keystroke budget)
 
 and prints wall times, the ratios, and each command's peak resident memory (``wait4``; worker processes included).
 ``--profile N`` also profiles the per-file pass over the corpus in this process and prints the top N functions.
@@ -96,12 +98,14 @@ def main() -> int:
     if cold.stderr_lines:
         print(f"  ({cold.stderr_lines} per-file messages on stderr, e.g. syntax errors)")
 
-    editor_file, editor_ms, editor_cpu_ms = time_editor_file(files)
+    editor_file, opened_ms, keystroke_ms = time_editor_file(files)
     rel = editor_file.relative_to(SOURCES)
     editor_lines = editor_file.read_bytes().count(b"\n")
-    print(f"\none file, summarize + link: {editor_ms:.1f} ms wall, {editor_cpu_ms:.1f} ms cpu (medians)", end=" ")
-    print(f"for {rel} ({editor_lines} lines);", end=" ")
-    print(f"target ≤ {EDITOR_TARGET_MS:.0f} ms {'PASS' if editor_ms <= EDITOR_TARGET_MS else 'MISS'}")
+    print(f"\none file, {rel} ({editor_lines} lines), medians:")
+    print(f"  opened (summarize + link from scratch): {opened_ms:.1f} ms")
+    verdict_ms = "PASS" if keystroke_ms <= EDITOR_TARGET_MS else "MISS"
+    target = f"target ≤ {EDITOR_TARGET_MS:.0f} ms {verdict_ms}"
+    print(f"  a keystroke (incremental summarize + link): {keystroke_ms:.1f} ms; {target}")
 
     if args.profile:
         profile(files, args.profile)
@@ -167,26 +171,37 @@ def verdict(label: str, ratio: float, target: float) -> None:
 
 
 def time_editor_file(files: list[Path]) -> tuple[Path, float, float]:
-    """Median wall and CPU ms of the keystroke path (``scan.analyse_text`` + ``scan.link_files``) for the corpus
-    file nearest 3,000 lines that defines an nn.Module."""
+    """The corpus file nearest 3,000 lines that defines an nn.Module, and the median wall ms of opening it
+    (``scan.analyse_text`` + ``scan.link_files`` from scratch) and of a keystroke in it (the same with the
+    document's ``FileSummarizer``, after a space is typed at the end of one of 21 lines spread over the file)."""
     from dynamo_lens.config import Settings
     from dynamo_lens.scan import FileAnalysis, analyse_text, link_files
+    from dynamo_lens.static.incremental import FileSummarizer
 
     def distance(path: Path) -> int:
         data = path.read_bytes()
         return abs(data.count(b"\n") - EDITOR_FILE_LINES) if b"nn.Module" in data else 1 << 30
 
-    chosen = min(files, key=distance)
-    text = chosen.read_text(encoding="utf-8")
-    walls, cpus = [], []
-    for _ in range(21):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        analysis = analyse_text(str(chosen), text)
+    def timed(text: str, summarizer: FileSummarizer | None = None) -> float:
+        start = time.perf_counter()
+        analysis = analyse_text(str(chosen), text, summarizer)
         assert isinstance(analysis, FileAnalysis)
         link_files([analysis], Settings())
-        walls.append((time.perf_counter() - start) * 1000)
-        cpus.append((time.process_time() - start_cpu) * 1000)
-    return chosen, statistics.median(walls), statistics.median(cpus)
+        return (time.perf_counter() - start) * 1000
+
+    chosen = min(files, key=distance)
+    text = chosen.read_text(encoding="utf-8")
+    opened = statistics.median(timed(text) for _ in range(11))
+    summarizer = FileSummarizer(str(chosen))
+    timed(text, summarizer)
+    lines = text.splitlines(keepends=True)
+    editable = [i for i, line in enumerate(lines) if line.strip() and not line.rstrip("\r\n").endswith("\\")]
+    keystrokes = []
+    for n in range(21):
+        i = editable[n * len(editable) // 21]
+        lines[i] = lines[i].rstrip("\r\n") + " \n"
+        keystrokes.append(timed("".join(lines), summarizer))
+    return chosen, opened, statistics.median(keystrokes)
 
 
 def profile(files: list[Path], top: int) -> None:
