@@ -36,7 +36,11 @@ What ``collect`` gets (``static/context.py``, :class:`FileContext`):
   columns); ``ctx.source(node)``; ``ctx.resolve(expr)`` → absolute dotted name through aliases
   (``"torch.compile"``, ``"torch._dynamo.reset"``) or None; ``ctx.ref(expr, scope)`` → :class:`Ref` (also local
   definitions and relative imports); ``ctx.is_torch_compile(expr)``; ``ctx.compile_sites`` (this file's DL001
-  sites, with ``names`` bound to the compiled callable, ``scope``, ``in_loop``, ``options``); ``ctx.torch_name()``.
+  sites, with ``names`` bound to the compiled callable, ``scope``, ``in_loop``, ``options``); ``ctx.torch_name()``;
+  ``ctx.name_bindings[name]`` / ``ctx.member_bindings[name]`` / ``ctx.attribute_bindings[attr]``: the assignments
+  whose targets bind ``name``, start at ``name`` (``name.x = ...``) or end in ``.attr``; ``ctx.lines.lines``: the
+  file's lines as ``ast`` counts them; ``ctx.per_block(key, fn)``: ``fn(nodes)`` per block of top-level statements,
+  kept across editor versions while the block and the file's names are unchanged.
 
 What ``judge`` gets (``static/index.py``, :class:`WorkspaceIndex`):
   ``index.finding(rule, span, message, sites, severity=None, related=(), fixes=(), data=None)`` builds the Finding:
@@ -50,12 +54,17 @@ What ``judge`` gets (``static/index.py``, :class:`WorkspaceIndex`):
   :class:`Symbol` (class / function / instance, in which file); ``index.is_module_class(class_key)``;
   ``index.class_summary(class_key)``; ``index.find_method(class_key, name)``; ``index.mro(class_key)``;
   ``index.init_attr(class_key, attr)``; ``index.submodule_class(class_key, attr)``; ``index.compile_sites()``;
-  ``index.compiled_entries(path, site)``; ``index.memo(key, fn)`` to compute a shared analysis once per link.
-  A ``ClassKey`` is ``(path, qualname)``.
+  ``index.compiled_entries(path, site)``; ``index.memo(key, fn)`` to compute a shared analysis once per link;
+  ``index.carried(key, path, fn)`` for one that depends only on what the file ``path`` reaches through its names
+  (kept from one editor link to the next while none of those files changed). A ``ClassKey`` is ``(path, qualname)``.
+  A check whose ``judge`` reads only what the candidate's file reaches and where compile sites reach sets
+  ``judged_locally=True``: the editor then keeps the file's findings until one of those changes.
 
 Cost: ``collect`` runs on every file of the workspace (4,300 files in the benchmark) and on every keystroke in the
-editor; the framework's own walk costs about as much as ``ast.parse``. Start from ``ctx.nodes(...)`` and look only
-at what those nodes contain; never ``ast.walk`` whole function bodies per check. ``judge`` must stay linear.
+editor; the framework's own walk costs about as much as ``ast.parse``. Start from ``ctx.nodes(...)`` or the binding
+indexes and look only at what those nodes contain; never loop over every assignment or ``ast.walk`` whole function
+bodies per check; keep what depends on one block or one function body (``per_block``, ``FunctionBody.memoised``) so
+that a keystroke redoes only the edited block. ``judge`` must stay linear.
 
 The DL101-DL106 checks share ``static/state_flow.py`` (each class's ``self.<attr>`` events laid out in evaluation
 order through reachable methods, with path-sensitive freshness); a check about module state should build on it.
