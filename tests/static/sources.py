@@ -4,6 +4,7 @@ installed torch (located, never imported)."""
 from __future__ import annotations
 
 import importlib.util
+import random
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
@@ -34,3 +35,19 @@ TOKENS = (
     "'s'", 'f"{x}"', "\n", "\n    ", "\n        ", "\t", " ", "#", "# DL204", "\\", "match", "case", "try:",
     "except", "finally:", "with", "as", "del", "@", "->", ";", "...", "\r\n", "\x0c", "é", "\U0001d518", "\ufeff",
 )  # fmt: skip
+
+
+def edit_a_line(lines: list[str], rng: random.Random) -> None:
+    """One half-typed edit of a random line of ``lines`` (not empty), in place: the line deleted, another one
+    copied above it, the line re-indented, or a token typed into it."""
+    i = rng.randrange(len(lines))
+    action = rng.randrange(4)
+    if action == 0:
+        del lines[i]
+    elif action == 1:
+        lines.insert(i, lines[rng.randrange(len(lines))])
+    elif action == 2:
+        lines[i] = " " * rng.randrange(9) + lines[i].lstrip()
+    else:
+        cut = rng.randrange(len(lines[i]) + 1)
+        lines[i] = lines[i][:cut] + rng.choice(TOKENS) + lines[i][cut:]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sources import CORPUS, FIXTURE_TEXTS, FIXTURES, TOKENS
+from sources import CORPUS, FIXTURE_TEXTS, FIXTURES, TOKENS, edit_a_line
 
 from dynamo_lens.model import Finding
 from dynamo_lens.static import FileSummary, link, summarize
@@ -50,17 +50,7 @@ def mutated_fixtures(draw: st.DrawFn) -> str:
     for _ in range(draw(st.integers(1, 6))):
         if not lines:
             break
-        i = rng.randrange(len(lines))
-        action = rng.randrange(4)
-        if action == 0:
-            del lines[i]
-        elif action == 1:
-            lines.insert(i, lines[rng.randrange(len(lines))])
-        elif action == 2:
-            lines[i] = " " * rng.randrange(9) + lines[i].lstrip()
-        else:
-            cut = rng.randrange(len(lines[i]) + 1)
-            lines[i] = lines[i][:cut] + rng.choice(TOKENS) + lines[i][cut:]
+        edit_a_line(lines, rng)
     return "".join(lines)
 
 

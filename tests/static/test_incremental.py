@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sources import CORPUS, FIXTURE_TEXTS, TOKENS
+from sources import CORPUS, FIXTURE_TEXTS, TOKENS, edit_a_line
 
 from dynamo_lens.static import link, summarize
 from dynamo_lens.static.incremental import FileSummarizer
@@ -109,7 +109,7 @@ def test_emptied_then_refilled() -> None:
 @st.composite
 def edit_sequences(draw: st.DrawFn) -> tuple[str, list[str]]:
     """A source and what it becomes after each of a few edits: text cut out and tokens typed in at random places,
-    lines deleted, duplicated or re-indented."""
+    lines deleted, duplicated, re-indented or typed into."""
     text = first = draw(st.sampled_from(CORPUS))
     rng = random.Random(draw(st.integers(0, 2**32 - 1)))
     steps = []
@@ -120,14 +120,7 @@ def edit_sequences(draw: st.DrawFn) -> tuple[str, list[str]]:
             text = text[:start] + rng.choice((*TOKENS, "", "\n")) + text[end:]
         else:
             lines = text.splitlines(keepends=True)
-            i = rng.randrange(len(lines))
-            action = rng.randrange(3)
-            if action == 0:
-                del lines[i]
-            elif action == 1:
-                lines.insert(i, lines[rng.randrange(len(lines))])
-            else:
-                lines[i] = " " * rng.choice((0, 4, 8)) + lines[i].lstrip(" ")
+            edit_a_line(lines, rng)
             text = "".join(lines)
         steps.append(text)
     return first, steps
