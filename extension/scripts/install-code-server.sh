@@ -59,15 +59,12 @@ install_code_server() {
     export PATH="$node_bin:$PATH"
     cd "$CS_DIR"
     [ -f package.json ] || printf '{"name":"dynamo-lens-code-server","private":true}\n' > package.json
-    npm install --no-audit --no-fund "code-server@$CODE_SERVER_VERSION" >&2
-    local pkg="$CS_DIR/node_modules/code-server"
-    # npm may skip the package's install script (install-scripts policy, or
-    # a user agent it does not recognise); the VS Code server's dependencies
-    # and its CLI links are then missing. The link is the script's last step.
-    if [ ! -e "$pkg/lib/vscode/bin/remote-cli/code-server" ]; then
-      log "running code-server's postinstall.sh by hand"
-      (cd "$pkg" && npm_config_user_agent="npm/11 node/v24 linux x64" sh postinstall.sh >&2)
-    fi
+    # The package's install script (it installs the VS Code server's dependencies) is run here, with Node 24
+    # first on PATH: npm may skip it (install-scripts policy, a user agent it does not recognise), and npm 11
+    # runs it with a PATH on which the system's Node 20 comes first, which the script refuses.
+    npm install --no-audit --no-fund --ignore-scripts "code-server@$CODE_SERVER_VERSION" >&2
+    log "running code-server's postinstall.sh"
+    (cd "$CS_DIR/node_modules/code-server" && npm_config_user_agent="npm/11 node/v24 linux x64" sh postinstall.sh >&2)
   )
   mkdir -p "$CACHE/bin"
   cat > "$CACHE/bin/code-server" <<WRAPPER

@@ -1,6 +1,7 @@
 // `npm run test:e2e`: installs code-server + Chromium (cached, extension/scripts/install-code-server.sh), then runs
 // the end-to-end test with node's test runner. When the install is impossible on this machine the test is skipped
-// LOUDLY (a banner here and "# skipped" in the runner's summary); any other problem fails the run.
+// LOUDLY (a banner here and "# skipped" in the runner's summary), except where DYNAMO_LENS_REQUIRE_E2E is set (CI):
+// there a failed install fails the run. Any other problem fails the run.
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,6 +15,10 @@ const env = { ...process.env };
 if (install.status !== 0) {
   const reason = `code-server or chromium could not be installed on this machine (install-code-server.sh exited ${install.status})`;
   const bar = "!".repeat(100);
+  if (process.env.DYNAMO_LENS_REQUIRE_E2E) {
+    console.error(`\n${bar}\n!!! END-TO-END TEST IN VS CODE CANNOT RUN: ${reason}\n${bar}\n`);
+    process.exit(1);
+  }
   console.error(`\n${bar}\n!!! END-TO-END TEST IN VS CODE SKIPPED: ${reason}\n${bar}\n`);
   env.DYNAMO_LENS_E2E_SKIP = reason;
 }
