@@ -28,6 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dynamo_lens import static
 from dynamo_lens.cache import AnalysisCache, dumps
@@ -35,9 +36,11 @@ from dynamo_lens.config import Settings
 from dynamo_lens.discovery import discover
 from dynamo_lens.model import Finding
 from dynamo_lens.scan_sources import FileProblem, decode_source, read_bytes
-from dynamo_lens.static.incremental import FileSummarizer
 from dynamo_lens.static.summary import FileSummary
 from dynamo_lens.suppression import Suppressions, find_suppressions, unsuppressed
+
+if TYPE_CHECKING:
+    from dynamo_lens.static.incremental import FileSummarizer
 
 PARALLEL_MIN_FILES = 48
 """Below this many files to analyse, worker start-up costs more than it saves."""

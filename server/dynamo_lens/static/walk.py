@@ -306,18 +306,12 @@ class Walker:
         """File the assignment under the names its targets bind or change (``FileContext.name_bindings`` ...)."""
         targets = node.targets if isinstance(node, ast.Assign) else (node.target,)  # type: ignore[attr-defined]
         for target in targets:
-            if type(target) is ast.Name:
-                _file(self.block.name_bindings, target.id, at)
-            else:
-                self._index_target(target, at)
+            self._index_target(target, at)
 
     def _index_target(self, target: ast.AST, at: NodeAt) -> None:
         if isinstance(target, ast.Tuple | ast.List):
             for element in target.elts:
-                if type(element) is ast.Name:
-                    _file(self.block.name_bindings, element.id, at)
-                else:
-                    self._index_target(element, at)
+                self._index_target(element, at)
         elif isinstance(target, ast.Starred):
             self._index_target(target.value, at)
         elif isinstance(target, ast.Name):

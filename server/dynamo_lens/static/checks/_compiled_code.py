@@ -95,8 +95,10 @@ class FunctionBody:
             self._tensors.resolve = ctx.resolve
 
     def memoised(self, name: str, key: object, compute: Callable[[], T]) -> T:
-        """``compute()``, kept with the body under ``name`` while ``key`` stays equal. For node-level results of
-        one body (never spans: the nodes move when lines are added above the body)."""
+        """``compute()``, kept with the body under ``name`` while ``key`` (what else it reads) stays equal. For
+        node-level results of one body (never spans: the nodes move when lines are added above the body). A body
+        lives only while the file's names are unchanged (:func:`function_bodies`), so ``key`` need not stand for
+        them."""
         found = self.memo.get(name)
         if found is None or found[0] != key:
             found = self.memo[name] = (key, compute())

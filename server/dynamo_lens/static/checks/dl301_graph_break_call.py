@@ -85,7 +85,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
             continue
         if loggers is None:
             loggers = frozenset(set().union(*ctx.per_block("DL301-loggers", partial(_logger_names, ctx))))
-        for call, found in body.memoised(RULE.code, (ctx.names, loggers), partial(_breaks, ctx, body, calls, loggers)):
+        for call, found in body.memoised(RULE.code, loggers, partial(_breaks, ctx, body, calls, loggers)):
             yield _candidate(ctx, body, call, found)
 
 

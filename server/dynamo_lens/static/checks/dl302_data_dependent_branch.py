@@ -23,7 +23,7 @@ GB_TYPE = "Data-dependent branching"
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     for body in function_bodies(ctx):
-        for keyword, condition, statement in body.memoised(RULE.code, ctx.names, partial(_on_tensors, ctx, body)):
+        for keyword, condition, statement in body.memoised(RULE.code, None, partial(_on_tensors, ctx, body)):
             text = ctx.source(condition, 60)
             shown = f"{keyword} {text}" if keyword in ("if", "while") else f"{text} {keyword} ..."
             in_loop = id(statement) in body.in_loop
