@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from dynamo_lens.cli import main
-from dynamo_lens.rules import DOC_HEADINGS, Rule, all_rules
+from dynamo_lens.codes import DOC_HEADINGS, Rule, all_rules
 
 RULES = list(all_rules().values())
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dynamo_lens.codes import all_rules
 from dynamo_lens.model import Finding, Severity
-from dynamo_lens.rules import all_rules
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -10,10 +10,10 @@ from typing import Any
 import jsonschema
 import pytest
 
+from dynamo_lens.codes import all_rules
 from dynamo_lens.model import Edit, Finding, Fix, Related, Severity, Span, findings_from_document
 from dynamo_lens.output import render
 from dynamo_lens.output.text import render_problem, summary_line
-from dynamo_lens.rules import all_rules
 from dynamo_lens.scan_sources import FileProblem
 
 CWD = Path("/home/ada/project")

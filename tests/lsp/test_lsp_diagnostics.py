@@ -8,7 +8,7 @@ from pathlib import Path
 from lsp_session import Session, StartServer, uri
 from lsprotocol import types
 
-from dynamo_lens.rules import get_rule
+from dynamo_lens.codes import get_rule
 
 COUNTER = """\
 import torch

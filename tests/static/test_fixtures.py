@@ -123,7 +123,7 @@ def test_there_are_fixtures() -> None:
 
 def test_every_check_loads_and_collects_without_raising(caplog: pytest.LogCaptureFixture) -> None:
     """A broken check is skipped at run time (the others still run); here it fails loudly."""
-    from dynamo_lens.static.checks import all_checks
+    from dynamo_lens.codes import all_checks
 
     all_checks.cache_clear()
     with caplog.at_level(logging.ERROR, logger="dynamo_lens"):

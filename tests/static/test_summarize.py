@@ -11,8 +11,8 @@ from sources import FIXTURE_TEXTS
 from dynamo_lens.static import link, might_matter, summarize
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.incremental import FileSummarizer
-from dynamo_lens.static.index import WorkspaceIndex
 from dynamo_lens.static.positions import LineIndex
+from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.summary import LOCAL, Ref
 from dynamo_lens.static.walk import Walker
 

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from dynamo_lens.rules import Rule, all_rules, get_rule
+from dynamo_lens.codes import Rule, all_rules, get_rule
 
 
 def add_parser(subparsers: Any) -> None:

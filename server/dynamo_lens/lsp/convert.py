@@ -13,9 +13,9 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from dynamo_lens.codes import get_rule
 from dynamo_lens.lsp.positions import span_to_range
 from dynamo_lens.model import Edit, Finding, Fix, Severity
-from dynamo_lens.rules import get_rule
 
 SOURCE = "dynamo-lens"
 STALE_NOTE = " (stale: this line changed since the run; re-run to refresh)"

@@ -11,7 +11,7 @@ import asyncio
 import sys
 
 from dynamo_lens.lsp.server import DynamoLensServer
-from dynamo_lens.rules import TORCH_VERSION_ASSUMED
+from dynamo_lens.torch_facts import TORCH_VERSION_ASSUMED
 
 TorchVersion = tuple[int, int]
 

@@ -18,9 +18,9 @@ from typing import Any
 from urllib.parse import quote
 
 from dynamo_lens import __version__
+from dynamo_lens.codes import Rule, all_rules
 from dynamo_lens.model import Finding, Severity, Span
 from dynamo_lens.output.paths import display_path, relative_finding
-from dynamo_lens.rules import Rule, all_rules
 from dynamo_lens.scan_sources import FileProblem
 
 SARIF_VERSION = "2.1.0"

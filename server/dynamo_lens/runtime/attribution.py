@@ -23,8 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from dynamo_lens.codes import confirmations, get_rule
 from dynamo_lens.model import Finding, Related, Span
-from dynamo_lens.rules import get_rule
 from dynamo_lens.runtime.guard_diff import (
     GLOBAL_STATE_KEY,
     LENGTH_KINDS,
@@ -49,15 +49,6 @@ RECOMPILED = "DL501"
 LIMIT_HIT = "DL502"
 GRAPH_BREAK = "DL503"
 
-CONFIRMS: dict[str, frozenset[str]] = {
-    RECOMPILED: frozenset(
-        {"DL101", "DL102", "DL103", "DL104", "DL105", "DL106", "DL111", "DL112"}
-        | {"DL202", "DL203", "DL204", "DL205", "DL206", "DL207", "DL208", "DL209"}
-    ),
-    GRAPH_BREAK: frozenset({"DL301", "DL302"}),
-}
-"""Which static codes each runtime code can confirm (the static code predicted what the run observed)."""
-CONFIRMS[LIMIT_HIT] = CONFIRMS[RECOMPILED]
 
 NO_REASON = "the reason was not recorded"
 MESSAGE_DIFF_LIMIT = 3
@@ -477,7 +468,7 @@ def merge_findings(static: Iterable[Finding], runtime: Iterable[Finding]) -> lis
 
 
 def _agree(static: Finding, runtime: Finding) -> bool:
-    if static.source != "static" or static.code not in CONFIRMS.get(runtime.code, frozenset()):
+    if static.source != "static" or static.code not in confirmations().get(runtime.code, frozenset()):
         return False
     static_lines = {(_norm(static.span.path), static.span.line)} | {
         (_norm(r.span.path), r.span.line) for r in static.related

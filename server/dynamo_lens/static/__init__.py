@@ -4,8 +4,8 @@ Two passes, so that files can be summarised in parallel processes and cached by 
 
 * :func:`summarize` (per file, pure, never raises): one ``ast.parse`` and one walk record the file's imports and
   aliases, classes, functions, compile sites and each check's candidates in a picklable :class:`FileSummary`.
-* :func:`link` (whole workspace, cheap): builds the :class:`~dynamo_lens.static.index.WorkspaceIndex` (names across
-  files, ``nn.Module`` subclasses, what each compile site compiles and reaches) and lets every check judge its
+* :func:`link` (whole workspace, cheap): builds the semantic model (``static/semantic``: names across files,
+  ``nn.Module`` subclasses, what each compile site compiles and reaches) and lets every check judge its
   candidates. Severity is the rule's when a compile site reaches the code, ``hint`` otherwise.
 
 Suppression comments, settings, walking directories and caching live outside this package (``dynamo_lens.scan``).
@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
+from dynamo_lens.codes import all_checks, checks_by_code
 from dynamo_lens.model import Finding
-from dynamo_lens.static.checks import all_checks, checks_by_code
-from dynamo_lens.static.compile_sites import find_compile_sites
 from dynamo_lens.static.context import FileContext
-from dynamo_lens.static.index import WorkspaceIndex
 from dynamo_lens.static.positions import LineIndex, split_lines
+from dynamo_lens.static.semantic.compile_sites import find_compile_sites
+from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.summary import Candidate, FileSummary
 from dynamo_lens.static.walk import Walker
 

@@ -1,0 +1,144 @@
+"""DL001 · compile-site
+
+## What it does
+Marks every place that hands code to `torch.compile`: `torch.compile(fn_or_module, ...)`, `@torch.compile` and
+`@torch.compile(...)`, `module.compile(...)`, `torch._dynamo.optimize(...)(fn)`, and the same through aliases
+(`import torch as T`, `from torch import compile as tc`, `compiler = torch.compile`,
+`functools.partial(torch.compile, mode=...)`). It says what is compiled: a function, a method, or a module instance
+whose class it finds in the workspace, also when the class lives in another file.
+
+This is not a problem. It anchors the editor features (code lens, hover, the run's per-frame counts) and tells the
+other checks which code runs under Dynamo: hazards in code that a compile site reaches are warnings, hazards in
+code no compile site reaches are hints.
+
+## Why it matters
+`torch.compile` compiles lazily: the first call of the compiled callable traces the Python code (the module's
+`forward`, every method and submodule it calls, every function it calls that is not disabled) and installs *guards*
+on what the trace read. Every later call checks the guards; a failing guard recompiles the frame, and after
+`torch._dynamo.config.recompile_limit` (8 on torch 2.13) failed entries the frame runs eagerly. Knowing which
+lines run under Dynamo is the first step to knowing which state it guards.
+
+On torch 2.13, `torch.compile(module)` returns an `OptimizedModule` that shares the module's state: changing
+`model.x` also changes what the compiled wrapper sees. `module.compile()` compiles in place (the module's own
+`__call__` is routed through Dynamo).
+
+## Example
+```python
+model = Model()
+compiled = torch.compile(model, mode="reduce-overhead")   # DL001: compiles Model.forward (model.py)
+
+@torch.compile(dynamic=True)                               # DL001: compiles step
+def step(x):
+    return x.sin()
+```
+
+## Use instead
+Nothing to change. Compile once, outside loops (see DL201), and keep the compiled callable alive.
+
+## Known limitations
+Targets are followed through names bound in the same function or at module level (`m = Model(); torch.compile(m)`),
+imports between workspace files, `self.<attr>` submodules created in `__init__`, and classmethod constructors
+(`Model.from_config(...)`). A module returned by a factory function, or a callable stored in a container, is
+reported with an unknown target. `model.compile()` is recognised by its shape (no positional arguments, a receiver
+that is not an imported module), so another library's `compile()` method with that shape is marked too.
+
+## Fix safety
+There is no fix: this finding only marks the site.
+
+## References
+- PyTorch, `torch.compile`: https://docs.pytorch.org/docs/stable/generated/torch.compile.html
+- PyTorch, "Dealing with recompilations": https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dynamo_lens.codes import Check, Rule
+from dynamo_lens.model import Finding, Related, Severity, Span
+from dynamo_lens.static.semantic.index import WorkspaceIndex
+from dynamo_lens.static.summary import CompileSite
+
+RULE = Rule(
+    code="DL001",
+    name="compile-site",
+    summary="Code is handed to torch.compile here",
+    default_severity=Severity.HINT,
+    source="static",
+    docs_url="https://docs.pytorch.org/docs/stable/generated/torch.compile.html",
+)
+
+
+_FORM_TEXT = {
+    "call": "`torch.compile`",
+    "decorator": "`@torch.compile`",
+    "method": "`.compile()`",
+    "optimize": "`torch._dynamo.optimize`",
+    "partial": "a `functools.partial` of `torch.compile`",
+}
+
+
+def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
+    for summary in index.summaries:
+        for site in summary.compile_sites:
+            yield _finding(index, summary.path, site)
+
+
+def _finding(index: WorkspaceIndex, path: str, site: CompileSite) -> Finding:
+    described, related = _describe(index, path, site)
+    options = ", ".join(f"{key}={value}" for key, value in site.options)
+    message = f"{_FORM_TEXT[site.form]} compiles {described}"
+    if options:
+        message += f" ({options})"
+    return Finding(
+        code=RULE.code,
+        severity=RULE.default_severity,
+        span=site.span,
+        message=message,
+        related=related,
+        data={"form": site.form, "target": described, "options": dict(site.options), "names": list(site.names)},
+    )
+
+
+def _describe(index: WorkspaceIndex, path: str, site: CompileSite) -> tuple[str, tuple[Related, ...]]:
+    for entry in index.compiled_entries(path, site):
+        if entry[0] == "function":
+            function_path, qualname = entry[1]
+            summary = index.summary(function_path)
+            spans = [f.span for f in summary.functions if f.qualname == qualname] if summary else []
+            return f"function `{qualname}`{_where(path, function_path)}", _related(
+                spans, f"`{qualname}` is defined here"
+            )
+        key, name = entry[1], entry[2]
+        found = index.find_method(key, name)
+        class_summary = index.class_summary(key)
+        if class_summary is None:
+            continue
+        if site.target.kind == "method":
+            spans = [found[1].span] if found else []
+            return f"method `{key[1]}.{name}`{_where(path, key[0])}", _related(
+                spans, f"`{key[1]}.{name}` is defined here"
+            )
+        kind = "module" if index.is_module_class(key) else "instance"
+        text = f"a `{key[1]}` {kind} (its `{name}`){_where(path, key[0])}"
+        return text, _related([class_summary.span], f"`{key[1]}` is defined here")
+    target = site.target
+    if target.kind == "instance" and target.ref is not None:
+        symbol = index.resolve(path, target.ref)
+        if symbol is not None and symbol.kind == "function":
+            return f"the result of `{target.ref.dotted}()` (what a factory returns is not followed)", ()
+    if target.ref is not None:
+        name = target.ref.dotted + (f".{target.member}" if target.member else "")
+        return f"`{name}` (not found in the workspace)", ()
+    return f"`{target.text or '?'}` (cannot tell what this is statically)", ()
+
+
+def _where(site_path: str, path: str) -> str:
+    return "" if path == site_path else f" from {path}"
+
+
+def _related(spans: list[Span], message: str) -> tuple[Related, ...]:
+    return tuple(Related(span, message) for span in spans[:1])
+
+
+CHECK = Check(RULE.code, judge_workspace=judge_workspace)

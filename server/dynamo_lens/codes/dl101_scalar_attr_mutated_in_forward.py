@@ -1,0 +1,221 @@
+"""DL101 · scalar-attr-mutated-in-forward
+
+## What it does
+Flags a Python `int`, `float`, `bool` or `str` attribute of an `nn.Module` that `forward` (or a method reachable from
+it) reads and then writes, so that its value is carried from one call to the next: `self.steps += 1`,
+`self.calls = self.calls + 1`, `self.flag = not self.flag`.
+
+## Why it matters
+On torch 2.13 Dynamo treats every `nn.Module` as unspecialized and guards each attribute it reads on its own. A
+Python scalar attribute is burned into the compiled graph as a constant and protected by a guard on its value
+(`EQUALS_MATCH self.steps == 3`; `TRUE_MATCH`/`FALSE_MATCH` for bools). When the next call sees a new value, the
+guard fails and the frame is compiled again.
+
+* `int`: one compile per distinct value, never made dynamic automatically
+  (`torch._dynamo.config.allow_unspec_int_on_nn_module` is False by default). A counter recompiles on every call
+  until `torch._dynamo.config.recompile_limit` (8) is hit; from then on the frame silently runs in eager mode.
+* `float`: one recompile, after which Dynamo makes the value dynamic (`specialize_float=False`).
+* `bool`: at most one compiled entry per value (two in all), so it costs one extra compile.
+* `str`: one compile per distinct value, never dynamic.
+
+The guard that fails points at the *read* of the attribute; the write is what makes the value change.
+
+Only `nn.Module` int attributes stay static: on a plain Python object whose method is compiled
+(`@torch.compile def step(self, ...)`), an int attribute is made dynamic after one recompile (measured: two
+compiles), so that case is reported as `info`.
+
+## Example
+```python
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.steps = 0
+
+    def forward(self, x):
+        self.steps += 1            # DL101: recompiles on every call, eager after 8
+        return self.lin(x) * self.steps
+```
+
+## Use instead
+Keep the counter in a tensor buffer and update it in place; Dynamo guards tensors on metadata, not values:
+```python
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+    ...
+        self.steps.add_(1)
+```
+Or let Dynamo treat integer module attributes as dynamic (one extra compile, then a symbolic int):
+`torch._dynamo.config.allow_unspec_int_on_nn_module = True`. Or move the bookkeeping out of `forward`.
+
+## Known limitations
+The analysis follows `self.<name>` reads and writes in evaluation order through methods called as `self.method()`,
+`super().method()` and properties, through the class's bases in the workspace; it does not follow aliases
+(`s = self; s.steps += 1`) or writes through other objects. A write counts as happening on every call only when it
+is not under `if`/loops/`try`; a helper's unconditional writes are assumed to have run even when the helper can
+return early (Dynamo traces one path at a time). Writes of a constant (`self.mode = 2`), bools and floats cost a
+bounded number of compiles and are reported as `info`; an attribute first created in `forward` is DL103.
+
+## Fix safety
+Converting the counter to a buffer (offered when `__init__` sets an int literal and every change is `+=`/`-=`) is
+unsafe: code that uses the attribute as a Python `int` (indexing, `range`, string formatting, comparisons feeding
+Python control flow) now sees a tensor. Setting `allow_unspec_int_on_nn_module` (measured on 2.13: two compiles
+instead of eight plus the limit) keeps results but changes what Dynamo specialises for every module, so it is not
+applied in bulk either; it is offered for torch ≥ 2.5, where modules are traced unspecialised (not verified on
+older releases).
+
+## References
+- PyTorch, "Dealing with recompilations": https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html
+- `torch/_dynamo/config.py`: `recompile_limit`, `allow_unspec_int_on_nn_module`
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dynamo_lens.codes import Check, Rule
+from dynamo_lens.model import Edit, Finding, Fix, Severity, Span
+from dynamo_lens.static.semantic.index import WorkspaceIndex
+from dynamo_lens.static.semantic.state_flow import (
+    Access,
+    AttrFlow,
+    ClassFlow,
+    init_related,
+    judge_attrs,
+    read_related,
+    sites_of,
+)
+from dynamo_lens.static.summary import AttrKind
+
+RULE = Rule(
+    code="DL101",
+    name="scalar-attr-mutated-in-forward",
+    summary="A Python scalar module attribute is read and then changed inside the compiled forward",
+    default_severity=Severity.WARNING,
+    source="static",
+    docs_url="https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
+    fix_title="Keep the counter in a tensor buffer",
+    confirmed_by=("DL501", "DL502"),
+)
+
+
+SCALARS: frozenset[AttrKind] = frozenset({"int", "float", "bool", "str"})
+AUG_OPERATORS = {
+    "Add": "+=", "Sub": "-=", "Mult": "*=", "Div": "/=", "FloorDiv": "//=", "Mod": "%=", "Pow": "**=",
+    "BitOr": "|=", "BitAnd": "&=", "BitXor": "^=", "LShift": "<<=", "RShift": ">>=",
+}  # fmt: skip
+_IN_PLACE = {"Add": "add_", "Sub": "sub_"}
+
+
+def scalar_kind(flow: AttrFlow) -> AttrKind | None:
+    """The Python scalar kind of the attribute, from ``__init__`` or else from what the call writes."""
+    init = flow.init_kind
+    if init in SCALARS:
+        return init
+    if init not in (None, "none", "unknown"):
+        return None  # a tensor, a container, a module: not a scalar
+    written = {a.event.value_kind for a in flow.changes if a.event.kind in ("write", "aug")} - {"unknown"}
+    if len(written) == 1 and (kind := next(iter(written))) in SCALARS:
+        return kind
+    return None
+
+
+def judge_workspace(index: WorkspaceIndex) -> list[Finding]:
+    return judge_attrs(index, _judge)
+
+
+def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[Finding]:
+    if not attr.carried or attr.init is None:
+        return  # not carried across calls, or created outside __init__ (DL103)
+    kind = scalar_kind(attr)
+    if kind is None:
+        return
+    changes = [a for a in attr.changes if a.event.kind in ("write", "aug")]
+    yield from (_finding(index, flow, attr, kind, change, changes) for change in changes)
+
+
+def _finding(
+    index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow, kind: AttrKind, change: Access, changes: list[Access]
+) -> Finding:
+    name = f"self.{attr.attr}"
+    event = change.event
+    operator = AUG_OPERATORS.get(event.detail, "=") if event.kind == "aug" else "="
+    what = f"`{name} {operator} {event.text or '…'}`"
+    place = f"`{change.method}`" + (f" (called from `{flow.entry}`)" if change.method != flow.entry else "")
+    unbounded = any(a.event.kind == "aug" or a.event.detail in ("concat", "self", "") for a in changes)
+    severity: Severity | None = None
+    module = index.is_module_class(flow.cls)
+    if kind == "int" and unbounded and not module:
+        severity = Severity.INFO
+        cost = (
+            f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH), recompiles once and then treats the int "
+            "as dynamic (automatic dynamic; only nn.Module int attributes stay static): one extra compile"
+        )
+    elif kind in ("int", "str") and unbounded:
+        dynamic = "strings are never made dynamic" if kind == "str" else "int module attributes are never made dynamic"
+        cost = (
+            f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) at the read, so each new value recompiles "
+            f"({dynamic}); after recompile_limit (8) the frame runs eagerly"
+        )
+    elif kind in ("int", "str"):
+        severity = Severity.INFO
+        cost = f"Dynamo guards `{name} == <value>` (EQUALS_MATCH); the value changes once: one extra compile"
+    elif kind == "float":
+        severity = Severity.INFO
+        cost = (
+            f"Dynamo guards `{name} == <value>` (EQUALS_MATCH), recompiles once and then treats the float as dynamic "
+            "(specialize_float=False): one extra compile"
+        )
+    else:
+        severity = Severity.INFO
+        cost = (
+            f"Dynamo guards the bool (TRUE_MATCH/FALSE_MATCH `{name}`): one compiled entry per value, one extra compile"
+        )
+    message = f"{what} in {place} changes the {kind} attribute `{name}` that the next call reads: {cost}"
+    sites = sites_of(index, [change, *attr.carried_reads])
+    related = (*init_related(attr), *read_related(attr, event.span))
+    fixes = _fixes(index, attr, kind, changes) if kind == "int" and unbounded and module else ()
+    return index.finding(
+        RULE,
+        event.span,
+        message,
+        sites,
+        severity=severity,
+        related=related,
+        fixes=fixes,
+        data={"attribute": attr.attr, "kind": kind, "class": flow.cls[1], "unbounded": unbounded},
+    )
+
+
+def _fixes(index: WorkspaceIndex, attr: AttrFlow, kind: AttrKind, changes: list[Access]) -> tuple[Fix, ...]:
+    if attr.init is None:
+        return ()
+    owner, init = attr.init
+    summary = index.summary(owner[0])
+    torch_name = (
+        next((n for n, ref in summary.imports if ref.level == 0 and ref.dotted == "torch"), None) if summary else None
+    )
+    if summary is None or torch_name is None:
+        return ()
+    fixes: list[Fix] = []
+    if init.kind == "int" and all(a.event.kind == "aug" and a.event.detail in _IN_PLACE for a in changes):
+        value = init.value_text
+        tensor = (
+            f"{torch_name}.zeros((), dtype={torch_name}.long)"
+            if value == "0"
+            else f"{torch_name}.tensor({value}, dtype={torch_name}.long)"
+        )
+        edits = [Edit(init.statement, f'self.register_buffer("{attr.attr}", {tensor})')]
+        for access in changes:
+            statement = access.event.statement
+            if statement is not None:
+                method = _IN_PLACE[access.event.detail]
+                edits.append(Edit(statement, f"self.{attr.attr}.{method}({access.event.text})"))
+        fixes.append(Fix(RULE.fix_title or "Keep the counter in a tensor buffer", tuple(edits), safe=False))
+    line = summary.import_end
+    config = f"{torch_name}._dynamo.config.allow_unspec_int_on_nn_module = True\n"
+    insert = Edit(Span(owner[0], line, 1, line, 1), config)
+    fixes.append(Fix("Let Dynamo treat int module attributes as dynamic", (insert,), safe=False, min_torch="2.5"))
+    return tuple(fixes)
+
+
+CHECK = Check(RULE.code, judge_workspace=judge_workspace)

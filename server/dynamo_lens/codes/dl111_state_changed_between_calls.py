@@ -1,0 +1,185 @@
+"""DL111 · state-changed-between-calls
+
+## What it does
+Flags an assignment to an attribute of a compiled module made *outside* the compiled code, between calls:
+`model.scale = 0.5`, `model.k = step`, `compiled.mode = "fast"`. It reports only attributes that the module's
+`forward` (or a method reachable from it) reads, and grades the finding by the kind of value assigned.
+
+## Why it matters
+On torch 2.13 Dynamo treats every `nn.Module` as unspecialized and guards each Python scalar attribute that the
+compiled code reads on its value (`EQUALS_MATCH self.k == 3`). Changing the attribute from outside fails that guard
+on the next call. Measured on torch 2.13 (`backend="eager"`, 12 calls, a new value before each call):
+
+* `int`: one compile per distinct value, never made dynamic: 8 compiles, then `recompile_limit` (8) is hit and the
+  module silently runs in eager mode from then on.
+* `str`: the same, one compile per value (12 distinct strings → 8 compiles + limit); two alternating strings → 2.
+* `float`: one recompile, after which Dynamo makes the value dynamic (2 compiles in all).
+* `bool`: one compiled entry per value (2 in all).
+* An attribute the compiled code never reads is not guarded: changing it costs nothing (1 compile).
+
+Setting the attribute through the compiled wrapper (`compiled.k = 3`) writes the original module's attribute and
+behaves the same (8 compiles + limit for an int).
+
+## Example
+```python
+model = Model()                     # forward reads self.k
+compiled = torch.compile(model)
+for step in range(1000):
+    model.k = step % 16             # DL111: a compile per value, eager after 8
+    compiled(x)
+```
+
+## Use instead
+Keep values that change at run time in a tensor buffer updated in place (`model.k_t.fill_(step % 16)`): tensors
+are guarded on metadata, not on values. Or pass the value as an argument of `forward` (an int argument becomes
+dynamic after one recompile), or set `torch._dynamo.config.allow_unspec_int_on_nn_module = True`.
+
+## Known limitations
+The receiver must be a name bound in the same file to a module instance that is compiled (`torch.compile(model)`,
+`model.compile()`) or to the compiled wrapper itself; attributes reached through containers or other objects are
+not followed. Only changes made after the compiled module already ran (earlier in the same function, or in a loop
+that calls it) are reported: configuring attributes before the first call costs nothing. Whether compiled code
+reads the attribute is known only for classes defined in the workspace; attributes of other classes (`nn.Linear`)
+are not reported. Values are classified from the assigned expression (literals, comparisons, arithmetic on loop
+counters, `int()`/`float()`/`str()`); otherwise the kind `__init__` gave the attribute is used. A change made once
+(not in a loop) is reported at `info`: one recompile.
+
+## Fix safety
+No automatic fix: turning an attribute into a buffer changes its type for every other reader.
+
+## References
+- PyTorch, "Dealing with recompilations": https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html
+- `torch/_dynamo/config.py`: `allow_unspec_int_on_nn_module`, `recompile_limit`
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from dynamo_lens.codes import Check, Rule
+from dynamo_lens.model import Finding, Related, Severity, Span
+from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.semantic.index import WorkspaceIndex
+from dynamo_lens.static.semantic.usage import (
+    compiled_code_reads,
+    loop_scalars,
+    position,
+    scope_key,
+    statements_changing,
+    usage,
+    value_kind,
+)
+from dynamo_lens.static.summary import Candidate, CompileSite, Ref
+
+RULE = Rule(
+    code="DL111",
+    name="state-changed-between-calls",
+    summary="A Python scalar attribute that compiled code reads is changed between calls",
+    default_severity=Severity.WARNING,
+    source="static",
+    docs_url="https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
+    fix_title="Keep the value in a tensor buffer updated in place",
+    confirmed_by=("DL501", "DL502"),
+)
+
+
+SCALARS = ("int", "float", "bool", "str")
+IGNORED = frozenset({"forward", "training"})
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange(Candidate):
+    receiver: str
+    attr: str
+    cls: Ref | None
+    kind: str
+    varies: bool
+    site: CompileSite
+    earlier: Span
+
+
+def collect(ctx: FileContext) -> Iterator[StateChange]:
+    table = usage(ctx)
+    if not table.handles:
+        return
+    for at in statements_changing(ctx, {name for _, name in table.handles}, (ast.Assign, ast.AugAssign)):
+        node = at.node
+        assert isinstance(node, ast.Assign | ast.AugAssign)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if not isinstance(target, ast.Attribute) or not isinstance(target.value, ast.Name):
+                continue
+            if target.attr in IGNORED or target.attr.startswith("__"):
+                continue
+            handle = table.handle(scope_key(at.scope), target.value.id)
+            if handle is None or not handle.module:
+                continue
+            earlier = table.ran_before({handle.site}, at)
+            if earlier is None:
+                continue  # configuration before the first compiled call costs nothing
+            loops = table.enclosing_loops(at)
+            kind, varies = value_kind(node.value, loop_scalars(loops))
+            if isinstance(node, ast.AugAssign):
+                varies = bool(loops)
+            cls = handle.site.target.ref if handle.site.target.kind == "instance" else None
+            if cls is None:
+                cls = table.class_ref(scope_key(at.scope), handle.site.target.text or handle.name, position(node))
+            yield StateChange(
+                RULE.code,
+                ctx.span(target),
+                target.value.id,
+                target.attr,
+                cls,
+                kind,
+                varies and bool(loops),
+                handle.site,
+                ctx.span(earlier.call),
+            )
+
+
+def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
+    key = index.resolve_class(candidate.site.span.path, candidate.cls) if candidate.cls is not None else None
+    if key is None:
+        return  # a class outside the workspace: we cannot tell whether its compiled code reads the attribute
+    read = compiled_code_reads(index, key, candidate.attr)
+    if read is False:
+        return  # never read by compiled code: not guarded, changing it is free
+    init = read if not isinstance(read, bool) else None
+    kind = candidate.kind if candidate.kind != "unknown" else (init.kind if init is not None else "unknown")
+    if kind not in SCALARS:
+        return
+    name = f"`{candidate.receiver}.{candidate.attr}`"
+    if kind in ("int", "str") and candidate.varies:
+        severity = RULE.default_severity
+        message = (
+            f"{name} ({kind}) changes between calls of the compiled module, whose code reads it: torch 2.13 guards "
+            f"it by value (`EQUALS_MATCH`) and never makes {kind} module attributes dynamic, so each distinct value "
+            "compiles once more; past 8 values `recompile_limit` is hit and the module runs eagerly"
+        )
+    elif kind in ("int", "str"):
+        severity = Severity.INFO
+        message = (
+            f"{name} ({kind}) is changed after the compiled module ran, and its code reads it: torch 2.13 guards it by "
+            "value, so the next call compiles again (one recompile per distinct value)"
+        )
+    elif kind == "float":
+        severity = Severity.INFO
+        message = (
+            f"{name} (float) changes between calls of the compiled module, whose code reads it: torch 2.13 "
+            "recompiles once, then treats the float as dynamic (2 compiles in all)"
+        )
+    else:
+        severity = Severity.INFO
+        message = (
+            f"{name} (bool) changes between calls of the compiled module, whose code reads it: torch 2.13 keeps one "
+            "compiled entry per value (2 in all)"
+        )
+    related = [Related(candidate.earlier, "the compiled module ran here before")]
+    if init is not None:
+        related.append(Related(init.span, f"`{candidate.attr}` set in __init__"))
+    yield index.finding(RULE, candidate.span, message, (candidate.site,), severity=severity, related=related)
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge)

@@ -1,0 +1,238 @@
+"""DL203 · varying-python-scalar-argument
+
+## What it does
+Flags a call of a compiled callable, inside a loop, with a Python `int`, `float` or `str` argument whose value
+changes from one iteration to the next: the loop counter (`range()`, the index of `enumerate()`), arithmetic on it,
+an f-string built from it.
+
+## Why it matters
+Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATCH n == 2`). Measured on torch 2.13
+(`backend="eager"`, 12 calls, a new value each call):
+
+* `int` or `float` argument used in arithmetic: one recompile, then automatic dynamic turns it into a symbolic value
+  (2 compiles in all). An int used as a size behaved the same (`torch.zeros(n)`, `x[:n]`, `x.repeat(n, 1)`: 2
+  compiles for 12 values); `x.reshape(n, -1)` added divisibility guards (5 compiles for 10 powers of two). Reported
+  at `info`.
+* an argument the compiled function never reads is not guarded (1 compile): not reported.
+* the same with `dynamic=False` at the compile site: one compile per value, 8 compiles then `recompile_limit` (8) →
+  eager. Reported at the rule's default severity (warning).
+* an int that decides Python control flow stays specialised: `for _ in range(n)` in the compiled function compiled
+  per value (8 + limit, warning); `if n > 5:` added one compile per branch (3 in all).
+* `str` argument: one compile per distinct value, never dynamic (8 + limit, warning).
+* `dynamic=True` at the compile site: 1 compile for int arguments.
+
+## Example
+```python
+@torch.compile(dynamic=False)
+def f(x, n):
+    return x * n
+
+for i in range(100):
+    f(x, i)                         # DL203: `n` guarded by value, eager after 8 values
+```
+
+## Use instead
+Pass the changing value as a tensor (`torch.tensor(i)`), mark the compile site `dynamic=True` (or drop
+`dynamic=False`), or keep strings and loop bounds that select code paths out of the compiled function.
+
+## Known limitations
+Only values whose kind is evident from the syntax are followed (loop counters of `range()`/`enumerate()`, numeric
+arithmetic on them, f-strings, `str()`); values from data loaders are not assumed to be scalars. Whether the callee uses
+the argument in `range()` is checked for compiled functions defined in the same file.
+
+## Fix safety
+Adding `dynamic=True` at the compile site is offered as an unsafe fix: it makes every input dynamic, which can slow
+down the compiled code or the compile.
+
+## References
+- PyTorch, "Dealing with recompilations": https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html
+- PyTorch, "Dynamic shapes": https://docs.pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from dynamo_lens.codes import Check, Rule
+from dynamo_lens.model import Edit, Fix, Severity, Span
+from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.semantic.usage import (
+    HandleCall,
+    Kind,
+    UsageCandidate,
+    judge_usage,
+    loop_scalars,
+    scalar_kind,
+    site_call,
+    usage,
+)
+from dynamo_lens.static.summary import CompileSite
+
+RULE = Rule(
+    code="DL203",
+    name="varying-python-scalar-argument",
+    summary="A compiled callable is called with a Python scalar argument that changes between calls",
+    default_severity=Severity.WARNING,
+    source="static",
+    docs_url="https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
+    fix_title="Compile with dynamic=True",
+    confirmed_by=("DL501", "DL502"),
+)
+
+
+def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
+    table = usage(ctx)
+    if not table.calls:
+        return
+    definitions = {node.name: node for at in ctx.nodes(ast.FunctionDef) if isinstance(node := at.node, ast.FunctionDef)}
+    for handle_call in table.calls:
+        loops = table.enclosing_loops(handle_call.at)
+        if not loops:
+            continue
+        counters = loop_scalars(loops)
+        site = handle_call.handle.site
+        dynamic = dict(site.options).get("dynamic")
+        params = _parameters(ctx, site, definitions)
+        callee = _callee(ctx, site, definitions)
+        used = {n.id for n in ast.walk(callee[0]) if isinstance(n, ast.Name)} if callee is not None else None
+        for position, argument in _arguments(handle_call):
+            kind = scalar_kind(argument, counters)
+            if kind is None:
+                continue
+            if isinstance(position, str):
+                name = position
+            else:
+                name = params[position] if position < len(params) else f"#{position + 1}"
+            if used is not None and name in params and name not in used:
+                continue  # measured: an argument the compiled code never reads is not guarded (1 compile)
+            candidate = _candidate(ctx, handle_call, site, argument, kind, name, dynamic, definitions)
+            if candidate is not None:
+                yield candidate
+
+
+def _candidate(
+    ctx: FileContext,
+    handle_call: HandleCall,
+    site: CompileSite,
+    argument: ast.expr,
+    kind: Kind,
+    param: str,
+    dynamic: str | None,
+    definitions: dict[str, ast.FunctionDef],
+) -> UsageCandidate | None:
+    label = f"argument {param}" if param.startswith("#") else f"`{param}`"
+    text = f"`{ctx.source(argument, 40)}`"
+    callee = handle_call.handle.name
+    fixes: tuple[Fix, ...] = ()
+    if kind == "str":
+        message = (
+            f"{text} passes a different `str` to {label} of compiled `{callee}` on every iteration: torch 2.13 "
+            "guards strings by value and never makes them dynamic, so each value compiles again (8 compiles, then "
+            "`recompile_limit` → eager)"
+        )
+        severity = RULE.default_severity
+    elif dynamic == "True":
+        return None  # symbolic from the first call
+    elif _ranges_over(ctx, site, definitions, param):
+        message = (
+            f"{text} changes {label} of compiled `{callee}` on every iteration, and `{param}` is a `range()` bound "
+            "there: torch 2.13 keeps it specialised, so every value compiles again (8 compiles, then "
+            "`recompile_limit` → eager)"
+        )
+        severity = RULE.default_severity
+    elif dynamic == "False":
+        message = (
+            f"{text} changes the {kind} {label} of compiled `{callee}` on every iteration, and the compile site says "
+            "`dynamic=False`: torch 2.13 compiles once per value (8 compiles, then `recompile_limit` → eager)"
+        )
+        severity = RULE.default_severity
+        fixes = tuple(f for f in (_dynamic_fix(ctx, site),) if f is not None)
+    else:
+        message = (
+            f"{text} changes the {kind} {label} of compiled `{callee}` on every iteration: torch 2.13 specialises "
+            "the first value, recompiles once, then treats it as dynamic (2 compiles in all)"
+        )
+        severity = Severity.INFO
+        fixes = tuple(f for f in (_dynamic_fix(ctx, site),) if f is not None)
+    return UsageCandidate(RULE.code, ctx.span(argument), message, severity, (site,), fixes=fixes)
+
+
+def _arguments(handle_call: HandleCall) -> Iterator[tuple[int | str, ast.expr]]:
+    call = handle_call.call
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            return
+        yield index, argument
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            yield keyword.arg, keyword.value
+
+
+def _parameters(ctx: FileContext, site: CompileSite, definitions: dict[str, ast.FunctionDef]) -> list[str]:
+    """The positional parameter names a call of the compiled callable binds."""
+    callee = _callee(ctx, site, definitions)
+    if callee is None:
+        return []
+    definition, skip = callee
+    return [a.arg for a in (*definition.args.posonlyargs, *definition.args.args)][skip:]
+
+
+def _callee(
+    ctx: FileContext, site: CompileSite, definitions: dict[str, ast.FunctionDef]
+) -> tuple[ast.FunctionDef, int] | None:
+    """The ``def`` a call of the compiled callable runs, and how many leading parameters the call does not bind:
+    the compiled function itself, or ``forward`` (minus ``self``) of a module whose class is defined in this file."""
+    target = site.target
+    if target.ref is None or not target.ref.is_local:
+        return None
+    if target.kind == "function":
+        definition = definitions.get(target.ref.last)
+        return (definition, 0) if definition is not None else None
+    if target.kind == "instance":
+        for at in ctx.nodes(ast.ClassDef):
+            node = at.node
+            if isinstance(node, ast.ClassDef) and node.name == target.ref.last:
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "forward":
+                        return item, 1
+    return None
+
+
+def _ranges_over(ctx: FileContext, site: CompileSite, definitions: dict[str, ast.FunctionDef], param: str) -> bool:
+    """``param`` is a ``range()`` bound in the compiled ``def`` (Dynamo then keeps the int specialised)."""
+    callee = _callee(ctx, site, definitions)
+    if callee is None:
+        return False
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and any(isinstance(arg, ast.Name) and arg.id == param for arg in node.args)
+        for node in ast.walk(callee[0])
+    )
+
+
+def _dynamic_fix(ctx: FileContext, site: CompileSite) -> Fix | None:
+    """``dynamic=True`` at the compile site (replacing ``dynamic=False``)."""
+    at = site_call(ctx, site)
+    if at is not None:
+        node = at.node
+        assert isinstance(node, ast.Call)
+        for keyword in node.keywords:
+            if keyword.arg == "dynamic":
+                return Fix("Compile with dynamic=True", (Edit(ctx.span(keyword.value), "True"),))
+        end = ctx.span(node)
+        insert = Span(end.path, end.end_line, end.end_column - 1, end.end_line, end.end_column - 1)
+        return Fix("Compile with dynamic=True", (Edit(insert, ", dynamic=True"),))
+    if site.form == "decorator":
+        return Fix("Compile with dynamic=True", (Edit(site.span, f"{_decorator_text(ctx, site)}(dynamic=True)"),))
+    return None
+
+
+def _decorator_text(ctx: FileContext, site: CompileSite) -> str:
+    line = ctx.lines.lines[site.span.line - 1]
+    return line[site.span.column - 1 : site.span.end_column - 1]
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge_usage)

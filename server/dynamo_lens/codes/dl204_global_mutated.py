@@ -1,0 +1,420 @@
+"""DL204 · global-mutated
+
+## What it does
+Flags a read, inside compiled code, of a module-level global that the program assigns again after its first
+definition: in a loop at module level, through `global NAME` in a function (a setter, a step counter), or with an
+augmented assignment (`STEP += 1`), including inside the compiled function itself. The finding sits on the read in
+the compiled code; the assignments are shown as related locations. The same holds for a member of a module-level
+object or dict that the program changes the same ways (`cfg.scale = step`, `HPARAMS["lr"] = lr`, `state.step += 1`
+in a helper): Dynamo guards `G['cfg'].scale == 2` like a global.
+
+## Why it matters
+Dynamo guards every global a compiled frame reads. What the guard checks depends on the value (torch 2.13,
+`backend="eager"`, 12 calls with a new value each):
+
+* `int`: guarded by value (`EQUALS_MATCH G['SCALE'] == 2`). Global ints are **always specialised**, never made
+  dynamic: every new value recompiles, until `torch._dynamo.config.recompile_limit` (8) is hit; from then on the
+  frame silently runs in eager mode (with `fullgraph=True` the ninth call raises `FailOnRecompileLimitHit`).
+* `str`: one compile per distinct value, never dynamic: limit hit, like ints.
+* a list or tuple of changing length: `len(G['SIZES']) == 2`, one compile per length: limit hit.
+* `float`: one recompile, then Dynamo makes the value dynamic (2 compiles in all).
+* `bool`, or `None` later replaced by an object: one recompile per value (2 compiles in all).
+* a tensor rebound to another tensor of the same dtype, shape and strides: free (tensors are guarded on metadata).
+
+The failing guard points at the read inside the compiled code, which is where this finding is reported.
+
+## Example
+```python
+SCALE = 1
+
+@torch.compile
+def f(x):
+    return x * SCALE               # DL204: guarded `G['SCALE'] == 1`
+
+for step in range(100):
+    SCALE = step + 2               # a new value every call: 8 compiles, then eager
+    f(x)
+```
+
+## Use instead
+Pass the value as an argument (a varying Python int argument recompiles once, then becomes dynamic), or keep it in a
+tensor updated in place, which Dynamo guards on metadata only:
+```python
+SCALE = torch.tensor(1.0)
+
+@torch.compile
+def f(x):
+    return x * SCALE
+
+for step in range(100):
+    SCALE.fill_(step + 2)          # one compile
+    f(x)
+```
+
+## Known limitations
+Only assignments the analysis can see are counted: plain, augmented and annotated assignments to the name at module
+level (a second binding or one inside a loop) and in functions that declare it `global`, plus loop targets at module
+level; for members, assignments to `name.attr` / `name["key"]` (constant key) in a module-level loop, augmented, or in
+any function. Writes from other modules (`config.SCALE = 3` where `config` is imported is followed only inside the
+file that reads it), through `globals()[...]` or `setattr`, and members of a module that is itself compiled (DL111)
+are not reported here. Values whose kind cannot be inferred (the result of an arbitrary call) are not reported; a
+tensor is reported only when it replaces `None`.
+
+## Fix safety
+No automatic fix: turning the global into an argument or a tensor changes every function that reads it. A suppression
+comment `# dynamo-lens: ignore[DL204]` is offered when a value changes only a few times on purpose.
+
+## References
+- PyTorch, "Dealing with recompilations": https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html
+- `torch/_dynamo/config.py`: `recompile_limit`
+- global ints always specialise: `torch/_dynamo/utils.py`, `is_int_specialization_case`
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dynamo_lens.codes import Check
+from dynamo_lens.model import Finding, Severity
+from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.semantic.bodies import (
+    FunctionBody,
+    InsideCompiledCandidate,
+    function_bodies,
+    judge,
+    rebinding_places,
+)
+from dynamo_lens.static.semantic.values import ValueKind, merge_kinds, range_loop_names, value_kind
+
+if TYPE_CHECKING:
+    from dynamo_lens.static.semantic.index import WorkspaceIndex
+from dynamo_lens.codes import Rule
+
+RULE = Rule(
+    code="DL204",
+    name="global-mutated",
+    summary="Compiled code reads a module-level global that the program assigns again between calls",
+    default_severity=Severity.WARNING,
+    source="static",
+    docs_url="https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
+    fix_title="Pass the value as an argument or keep it in a tensor",
+    confirmed_by=("DL501", "DL502"),
+)
+
+
+RECOMPILE_LIMIT = 8
+UNBOUNDED = frozenset({"int", "str", "list", "tuple"})
+BOUNDED = frozenset({"float", "bool"})
+
+
+@dataclass(slots=True)
+class Binding:
+    """One assignment of a module-level name. The kind of its value is worked out only for names compiled code
+    reads (most files rebind nothing that matters, and then no value is classified)."""
+
+    target: ast.expr
+    """The name (``SCALE``) or member (``cfg.scale``, ``CFG["scale"]``) assigned."""
+    value: ast.expr | None
+    """The assigned expression; None when ``fixed_kind`` says it all (loop targets, unpacking)."""
+    fixed_kind: ValueKind
+    rebinds: bool
+    """Runs again after the first definition: in a loop, an augmented assignment, or in a function (``global``)."""
+    lookup: Callable[[str], ValueKind]
+
+    def kind(self, ctx: FileContext) -> ValueKind:
+        return self.fixed_kind if self.value is None else value_kind(self.value, ctx.resolve, self.lookup)
+
+
+def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
+    bodies = function_bodies(ctx)
+    module = _ModuleBindings(ctx)
+    declared: dict[str, list[Binding]] = {}
+    """Names assigned by functions that declare them ``global``: every such assignment rebinds."""
+    for body in bodies:
+        for binding in _global_bindings(body):
+            declared.setdefault(_name_of(binding.target), []).append(binding)
+    bindings = {name: module.of(name) + declared.get(name, []) for name in module.rebound() | set(declared)}
+    rebound = set(bindings)
+    imports = _plain_imports(ctx)
+    owners = {o for o in ctx.member_bindings if o in imports or o in declared or module.of(o)}
+    members = _member_bindings(ctx, bodies, owners, module.int_names)
+    changed = {key: found for key, found in members.items() if any(b.rebinds for b in found)}
+    if not rebound and not changed:
+        return
+    owners = {owner for owner, _ in changed}
+    for body in bodies:
+        seen: set[str] = set()
+        for read in body.name_loads(rebound):
+            name = read.id
+            if name not in seen and _is_global_in(body, name):
+                seen.add(name)
+                candidate = _candidate(ctx, body, read, name, f"G['{name}']", bindings[name])
+                if candidate is not None:
+                    yield candidate
+        for member, key in _member_reads(body, owners, changed):
+            shown = ctx.source(member, 40)
+            if shown not in seen:
+                seen.add(shown)
+                candidate = _candidate(ctx, body, member, shown, _guard_source(key), changed[key])
+                if candidate is not None:
+                    yield candidate
+
+
+def _name_of(target: ast.expr) -> str:
+    assert isinstance(target, ast.Name)
+    return target.id
+
+
+MemberKey = tuple[str, str]
+"""(global name, member): ``("cfg", ".scale")``, ``("CFG", "['scale']")``."""
+
+
+def _member_key(target: ast.AST) -> MemberKey | None:
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+        return target.value.id, f".{target.attr}"
+    if (
+        isinstance(target, ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and isinstance(target.slice, ast.Constant)
+        and isinstance(target.slice.value, (str, int))
+    ):
+        return target.value.id, f"[{target.slice.value!r}]"
+    return None
+
+
+def _guard_source(key: MemberKey) -> str:
+    return f"G['{key[0]}']{key[1]}"
+
+
+def _plain_imports(ctx: FileContext) -> set[str]:
+    """Imported names that may be a module or object of the user's (``import config``), not torch."""
+    return {name for name, ref in ctx.aliases.items() if not ref.dotted.startswith("torch")}
+
+
+MEMBER_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign)
+
+
+def _member_bindings(
+    ctx: FileContext, bodies: list[FunctionBody], owners: set[str], module_ints: Callable[[str], ValueKind]
+) -> dict[MemberKey, list[Binding]]:
+    """Assignments to a member of a module-level object: in a module-level loop, augmented, or in a function."""
+    found: dict[MemberKey, list[Binding]] = {}
+    by_node = {id(body.node): body for body in bodies}
+    filed = {id(at.node): at for owner in owners for at in ctx.member_bindings[owner]}
+    statements = sorted(filed.values(), key=lambda at: (_kind_order(at.node, MEMBER_STATEMENTS), _position(at.node)))
+    for at in statements:
+        node = at.node
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+        value = getattr(node, "value", None)
+        for target in targets:
+            key = _member_key(target)
+            if key is None or key[0] not in owners or value is None:
+                continue
+            function = at.scope.function
+            lookup: Callable[[str], ValueKind] = _unknown
+            if function is None:
+                rebinds = at.loop_depth > 0 or isinstance(node, ast.AugAssign)
+                lookup = module_ints
+            else:
+                body = by_node.get(id(function.node))
+                if body is None or not _is_global_in(body, key[0]):
+                    continue
+                rebinds = True
+            found.setdefault(key, []).append(Binding(target, value, "unknown", rebinds, lookup))
+    return found
+
+
+def _member_reads(
+    body: FunctionBody, owners: set[str], changed: dict[MemberKey, list[Binding]]
+) -> Iterator[tuple[ast.expr, MemberKey]]:
+    """Reads of changed members in ``body``, in source order (``cfg.scale``, ``CFG["scale"]``, ``s.n += 1``)."""
+    names = {owner for owner in owners if _is_global_in(body, owner)}
+    if not names:
+        return
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
+    reads: list[tuple[ast.expr, MemberKey]] = []
+    for statement, node in body.expressions(lambda line: pattern.search(line) is not None):
+        is_load = isinstance(getattr(node, "ctx", None), ast.Load)
+        is_aug_target = isinstance(statement, ast.AugAssign) and statement.target is node
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and (is_load or is_aug_target):
+            key = _member_key(node)
+            if key is not None and key in changed and key[0] in names:
+                reads.append((node, key))
+    reads.sort(key=lambda read: (read[0].lineno, read[0].col_offset))
+    yield from reads
+
+
+BINDING_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)
+
+
+class _ModuleBindings:
+    """The module-level bindings of each name, worked out only for the names asked about (a file may bind
+    thousands of module-level names that no compiled code reads)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.loops = [at for kind in (ast.For, ast.AsyncFor) for at in ctx.nodes(kind) if at.scope.kind == "module"]
+        self.int_names = _LoopInts(self.loops)
+        """The bindings' lookup (its own object: bindings that pointed back here would make a reference cycle)."""
+        self._of: dict[str, list[Binding]] = {}
+
+    def rebound(self) -> set[str]:
+        """Names some module-level binding assigns again: in a loop, augmented, or a loop variable."""
+        ctx = self.ctx
+        names: set[str] = set()
+        for kind in (ast.Assign, ast.AnnAssign, ast.AugAssign):
+            for at in ctx.nodes(kind):
+                if at.scope.kind == "module" and (at.loop_depth or kind is ast.AugAssign):
+                    names.update(b.target.id for b in self._bindings(at) if b.rebinds)  # type: ignore[attr-defined]
+        for at in self.loops:
+            names.update(_name_of(b.target) for b in self._bindings(at))
+        return names
+
+    def of(self, name: str) -> list[Binding]:
+        """Every module-level binding of ``name`` (assignments, then augmented and annotated ones, then loops)."""
+        found = self._of.get(name)
+        if found is None:
+            statements = [at for at in self.ctx.name_bindings.get(name, ()) if at.scope.kind == "module"]
+            statements += [at for at in self.loops if name in set(_target_names(at.node))]
+            statements.sort(key=lambda at: (_kind_order(at.node, BINDING_STATEMENTS), _position(at.node)))
+            found = self._of[name] = [b for at in statements for b in self._bindings(at) if _name_of(b.target) == name]
+        return found
+
+    def _bindings(self, at: NodeAt) -> Iterator[Binding]:
+        return _targets(at.node, self.int_names, in_loop=at.loop_depth > 0)
+
+
+class _LoopInts:
+    """``int`` for the variable of a module-level ``for name in range(...)``, ``unknown`` for other names."""
+
+    def __init__(self, loops: list[NodeAt]) -> None:
+        self._loops = loops
+        self._names: set[str] | None = None
+
+    def __call__(self, name: str) -> ValueKind:
+        if self._names is None:
+            self._names = range_loop_names(at.node for at in self._loops)
+        return "int" if name in self._names else "unknown"
+
+
+def _target_names(node: ast.AST) -> Iterator[str]:
+    target = getattr(node, "target", None)
+    return (name.id for name in _names(target)) if target is not None else iter(())
+
+
+def _kind_order(node: ast.AST, kinds: tuple[type[ast.stmt], ...]) -> int:
+    return next(i for i, kind in enumerate(kinds) if isinstance(node, kind))
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset  # type: ignore[attr-defined]
+
+
+def _global_bindings(body: FunctionBody) -> Iterator[Binding]:
+    declared = {name for node in body.statements if isinstance(node, ast.Global) for name in node.names}
+    if not declared:
+        return
+    for node in body.statements:
+        if isinstance(node, BINDING_STATEMENTS):
+            for binding in _targets(node, _unknown, in_loop=True):
+                if _name_of(binding.target) in declared:
+                    yield binding
+
+
+def _targets(node: ast.AST, lookup: Callable[[str], ValueKind], in_loop: bool) -> Iterator[Binding]:
+    """A binding for each plain name a binding statement assigns."""
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            value = node.value if isinstance(target, ast.Name) else None
+            for name in _names(target):
+                yield Binding(name, value, "unknown", in_loop, lookup)
+    elif isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
+        yield Binding(node.target, node.value, "unknown", in_loop, lookup)
+    elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        yield Binding(node.target, node.value, "unknown", True, lookup)
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
+        is_range = (
+            isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
+        )
+        for name in _names(node.target):
+            kind: ValueKind = "int" if is_range and isinstance(node.target, ast.Name) else "unknown"
+            yield Binding(name, None, kind, True, lookup)
+
+
+def _unknown(name: str) -> ValueKind:
+    return "unknown"
+
+
+def _names(target: ast.AST) -> Iterator[ast.Name]:
+    if isinstance(target, ast.Name):
+        yield target
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _names(target.value)
+
+
+def _is_global_in(body: FunctionBody, name: str) -> bool:
+    """``name`` read in ``body`` refers to the module global (not a local of it or of an enclosing function)."""
+    scope: FunctionBody | None = body
+    while scope is not None:
+        if name in scope.locals():
+            return False
+        scope = scope.parent
+    return True
+
+
+def _candidate(
+    ctx: FileContext, body: FunctionBody, read: ast.expr, shown: str, source: str, bindings: list[Binding]
+) -> InsideCompiledCandidate | None:
+    kinds = [b.kind(ctx) for b in bindings]
+    kind = merge_kinds(kinds)
+    is_name = isinstance(read, ast.Name)
+    if kind in UNBOUNDED:
+        severity = RULE.default_severity
+        what = "global ints always specialise" if kind == "int" else f"a {kind} is never made dynamic"
+        guard = f"`len({source}) == <length>`" if kind in ("list", "tuple") else f"`{source} == <value>`"
+        cost = (
+            f"{what}, so every new value recompiles, and after {RECOMPILE_LIMIT} compiles (recompile_limit) "
+            "the code runs eagerly"
+        )
+    elif kind in BOUNDED:
+        severity = Severity.INFO
+        guard = f"`{source} == <value>`"
+        cost = "one recompile, then the value is dynamic" if kind == "float" else "one compile per value"
+    elif kind == "tensor" and "none" in kinds and is_name:
+        severity = Severity.INFO
+        guard = f"`{source} is None`"
+        cost = "one recompile when it stops being None"
+    else:
+        return None
+    rebinds = [b for b in bindings if b.rebinds]
+    where, related = rebinding_places(ctx, [b.target for b in rebinds], f"`{shown}` assigned here")
+    what_changes = f"the global {kind} `{shown}` is assigned again" if is_name else f"`{shown}` ({kind}) is changed"
+    message = f"{what_changes} ({where}); compiled code that reads it makes Dynamo guard {guard}: {cost} (torch 2.13)"
+    owner = read.id if isinstance(read, ast.Name) else shown.partition(".")[0].partition("[")[0]
+    return InsideCompiledCandidate(
+        code=RULE.code,
+        span=ctx.span(read),
+        function=body.qualname,
+        message=message,
+        severity=severity,
+        related=related,
+        data=(("name", shown), ("kind", kind), ("global", owner)),
+    )
+
+
+def judge_global(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
+    """As every check inside compiled code, except that state set on a compiled module or function belongs to DL111."""
+    data = dict(candidate.data)
+    if data["name"] != data["global"] and index.compiled_binding(candidate.span.path, "", data["global"]):
+        return
+    yield from judge(candidate, index)
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge_global, judged_locally=True)

@@ -1,0 +1,282 @@
+"""DL301 · graph-break-call
+
+## What it does
+Flags a call inside compiled code (a compiled function, a compiled module's `forward`, or a method or function
+reached from them) that Dynamo cannot put in a graph, and names the graph-break registry entry torch 2.13 reports
+for it:
+
+| call | registry id |
+|---|---|
+| `print(...)` | GB0059 "Failed to trace builtin operator" |
+| `t.item()`; `int(t)`, `float(t)`, `bool(t)` on a tensor | GB0124 "Unsupported Tensor.item() call ..." |
+| `t.tolist()` | GB0109 (floating tensors), GB0033 "Data dependent operator" (integer tensors) |
+| `logger.info(...)` and the other `logging.Logger` methods | GB0291 "logging.Logger method not supported ..." |
+| `logging.info(...)` and the other module-level `logging` functions | GB4841 (breaks inside `logging`) |
+| `warnings.warn(...)`, `time.time()`, `time.perf_counter()`, `time.monotonic()` | GB0007 (skipped function) |
+| `copy.deepcopy(t)` | GB4198 "Attempted to copy.deepcopy a tensor" |
+| `torch.nonzero(t)` / `t.nonzero()` | GB0036 "Dynamic shape operator" |
+| `torch.equal(a, b)`, `torch.allclose(a, b)` | GB0033 "Data dependent operator" |
+| `repr(t)` | GB0569 "repr() on tensor" |
+
+## Why it matters
+At a graph break Dynamo ends the graph, runs the call in Python and resumes in a new frame
+(`torch_dynamo_resume_in_<fn>_at_<line>`), which has its own guards and its own recompiles. Each break costs a round
+trip through Python (and, for `.item()` on an accelerator, a device synchronisation), and prevents fusion across
+it. A break inside a loop makes Dynamo give up on the whole frame. `fullgraph=True` turns the break into an error.
+
+## Example
+```python
+@torch.compile
+def step(x):
+    y = torch.relu(x)
+    print("step", y.shape)         # DL301: GB0059
+    scale = y.sum().item()         # DL301: GB0124
+    return y / scale
+```
+
+## Use instead
+Keep values as tensors (`y / y.sum()`); log outside the compiled region, or register the function in
+`torch._dynamo.config.reorderable_logging_functions`; for `.item()`, set
+`torch._dynamo.config.capture_scalar_outputs = True` (the scalar becomes a symbolic value in the graph); for
+`nonzero`, `torch._dynamo.config.capture_dynamic_output_shape_ops = True`, or `torch.where` with a fixed shape.
+
+## Known limitations
+Whether a value is a tensor is inferred from how it was made (a `torch.*` call, a tensor method, an argument
+annotated `torch.Tensor`): `int(n)` on a plain Python number is not reported. `t.numpy()` is not reported: with NumPy
+installed and `trace_numpy` on (the default) Dynamo traces it. f-strings, `id()`, `len()` and `isinstance()` on
+tensors do not break and are not reported. A logger is recognised when its name is bound to `logging.getLogger(...)`
+or to a library's `get_logger(...)` helper. Calls are followed into functions of the same workspace that the
+compiled code calls directly; functions decorated with `torch.compiler.disable` are not traced.
+
+## Fix safety
+No automatic fix: moving a call out of the compiled region changes when it runs, and `capture_scalar_outputs`
+changes how every `.item()` in the program is compiled.
+
+## References
+- Graph-break registry: https://meta-pytorch.github.io/compile-graph-break-site/
+- `torch/_dynamo/graph_break_registry.json` in the installed torch; `torch/_dynamo/config.py`: `capture_scalar_outputs`
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import partial
+
+from dynamo_lens.codes import Check, Rule
+from dynamo_lens.model import Severity
+from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.semantic.bodies import (
+    IN_LOOP,
+    FunctionBody,
+    InsideCompiledCandidate,
+    function_bodies,
+    judge,
+)
+from dynamo_lens.static.semantic.values import TensorInference
+
+RULE = Rule(
+    code="DL301",
+    name="graph-break-call",
+    summary="A call inside compiled code that Dynamo cannot trace: the graph breaks here",
+    default_severity=Severity.WARNING,
+    source="static",
+    docs_url="https://meta-pytorch.github.io/compile-graph-break-site/",
+    confirmed_by=("DL503",),
+)
+
+
+LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+LOGGING_FUNCTIONS = frozenset(f"logging.{name}" for name in LOGGER_METHODS)
+GET_LOGGER = "logging.getLogger"
+LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
+"""Last names of calls that return a ``logging.Logger``: the stdlib's, and the ``get_logger`` helpers libraries wrap
+around it (``transformers.utils.logging.get_logger``)."""
+SKIPPED_FUNCTIONS = frozenset({"warnings.warn", "time.time", "time.perf_counter", "time.monotonic"})
+DATA_DEPENDENT_FUNCTIONS = frozenset({"torch.equal", "torch.allclose"})
+IMPORTABLE = frozenset({"deepcopy", "nonzero", "equal", "allclose"} | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS})
+BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr"}) | IMPORTABLE
+ATTRIBUTES = LOGGER_METHODS | {"item", "tolist"} | IMPORTABLE
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBreak:
+    """A graph-break registry entry of torch 2.13 (``torch/_dynamo/graph_break_registry.json``), and what to do."""
+
+    gb_id: str
+    gb_type: str
+    advice: str
+
+
+PRINT = GraphBreak(
+    "GB0059",
+    "Failed to trace builtin operator",
+    "move it out of the compiled code, or list it in `torch._dynamo.config.reorderable_logging_functions`",
+)
+ITEM = GraphBreak(
+    "GB0124",
+    "Unsupported Tensor.item() call with capture_scalar_outputs=False",
+    "keep the value as a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`",
+)
+TOLIST = GraphBreak(
+    "GB0109",
+    "Tensor.tolist() with non-integer tensor",
+    "keep the values as a tensor (GB0033 'Data dependent operator' for integer tensors)",
+)
+LOGGER = GraphBreak(
+    "GB0291",
+    "logging.Logger method not supported for non-export cases",
+    "log outside the compiled code, or add the method to `torch._dynamo.config.ignore_logging_functions` "
+    "(it then does not run when compiled)",
+)
+LOGGING = GraphBreak("GB4841", "Unsupported python_type() call (inside `logging`)", "log outside the compiled code")
+SKIPPED = GraphBreak("GB0007", "Attempted to call function marked as skipped", "call it outside the compiled code")
+DEEPCOPY = GraphBreak("GB4198", "Attempted to copy.deepcopy a tensor", "use `t.clone()`")
+NONZERO = GraphBreak(
+    "GB0036",
+    "Dynamic shape operator",
+    "use a fixed-shape form such as `torch.where(mask, x, 0)`, or set "
+    "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
+)
+DATA_DEPENDENT = GraphBreak(
+    "GB0033", "Data dependent operator", "compare as tensors (`(a == b).all()` feeding `torch.where`)"
+)
+REPR = GraphBreak("GB0569", "repr() on tensor", "format the tensor outside the compiled code")
+
+
+def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
+    loggers: frozenset[str] | None = None
+    for body in function_bodies(ctx):
+        calls = body.memoised("DL301-shape", None, partial(_shaped_like_breaks, body))
+        if not calls:
+            continue
+        if loggers is None:
+            loggers = frozenset(set().union(*ctx.per_block("DL301-loggers", partial(_logger_names, ctx))))
+        for call, found in body.memoised(RULE.code, loggers, partial(_breaks, ctx, body, calls, loggers)):
+            yield _candidate(ctx, body, call, found)
+
+
+def _shaped_like_breaks(body: FunctionBody) -> list[ast.Call]:
+    return [call for call in body.calls if _may_break(call)]
+
+
+def _breaks(
+    ctx: FileContext, body: FunctionBody, calls: list[ast.Call], loggers: frozenset[str]
+) -> list[tuple[ast.Call, GraphBreak]]:
+    """The calls of ``body`` that break the graph, with the registry entry of each."""
+    found = []
+    for call in calls:
+        tensors = body.tensors(ctx) if _needs_tensors(call) else None
+        graph_break = _classify(call, ctx, loggers, tensors)
+        if graph_break is not None:
+            found.append((call, graph_break))
+    return found
+
+
+def _may_break(call: ast.Call) -> bool:
+    """Cheap shape test before any name resolution: the callee's last name is one we know breaks."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in BUILTINS
+    return isinstance(func, ast.Attribute) and func.attr in ATTRIBUTES
+
+
+def _needs_tensors(call: ast.Call) -> bool:
+    func = call.func
+    return (isinstance(func, ast.Name) and func.id in ("int", "float", "bool", "str", "repr")) or (
+        isinstance(func, ast.Attribute) and func.attr == "deepcopy"
+    )
+
+
+def _classify(
+    call: ast.Call, ctx: FileContext, loggers: frozenset[str], tensors: TensorInference | None
+) -> GraphBreak | None:
+    func = call.func
+    if isinstance(func, ast.Attribute) and ctx.resolve(func) is None:
+        method = func.attr
+        if method == "item" and not call.args and not call.keywords:
+            return ITEM
+        if method == "tolist" and not call.args and not call.keywords:
+            return TOLIST
+        if method == "nonzero" and not _as_tuple(call):
+            return NONZERO
+        if method in LOGGER_METHODS and _is_logger(func.value, ctx, loggers):
+            return LOGGER
+        return None
+    dotted = ctx.resolve(func)
+    if dotted is None:
+        if isinstance(func, ast.Name) and func.id not in ctx.aliases and func.id not in ctx.local_defs.get("", {}):
+            return _builtin(func.id, call, tensors)
+        return None
+    if dotted in LOGGING_FUNCTIONS:
+        return LOGGING
+    if dotted in SKIPPED_FUNCTIONS:
+        return SKIPPED
+    if dotted == "torch.nonzero" and not _as_tuple(call):
+        return NONZERO
+    if dotted in DATA_DEPENDENT_FUNCTIONS:
+        return DATA_DEPENDENT
+    if dotted == "copy.deepcopy" and call.args and tensors is not None and tensors.is_tensor(call.args[0]):
+        return DEEPCOPY
+    return None
+
+
+def _builtin(name: str, call: ast.Call, tensors: TensorInference | None) -> GraphBreak | None:
+    if name == "print":
+        return PRINT
+    if len(call.args) != 1 or tensors is None or not tensors.is_tensor(call.args[0]):
+        return None
+    if name in ("int", "float", "bool"):
+        return ITEM
+    if name == "str":
+        return PRINT
+    return REPR if name == "repr" else None
+
+
+def _as_tuple(call: ast.Call) -> bool:
+    return any(k.arg == "as_tuple" for k in call.keywords)
+
+
+def _is_logger(owner: ast.AST, ctx: FileContext, loggers: frozenset[str]) -> bool:
+    if isinstance(owner, ast.Name):
+        return owner.id in loggers
+    return isinstance(owner, ast.Call) and _is_logger_factory(owner.func, ctx)
+
+
+def _is_logger_factory(func: ast.AST, ctx: FileContext) -> bool:
+    if ctx.resolve(func) == GET_LOGGER:
+        return True
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return last in LOGGER_FACTORIES
+
+
+def _logger_names(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> set[str]:
+    """Names bound to ``logging.getLogger(...)`` (or a ``get_logger(...)`` helper) in one block of the file."""
+    names: set[str] = set()
+    for at in (*nodes.get(ast.Assign, ()), *nodes.get(ast.AnnAssign, ())):
+        statement = at.node
+        value = getattr(statement, "value", None)
+        if isinstance(value, ast.Call) and _is_logger_factory(value.func, ctx):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def _candidate(ctx: FileContext, body: FunctionBody, call: ast.Call, found: GraphBreak) -> InsideCompiledCandidate:
+    text = ctx.source(call, 60)
+    message = f'`{text}` breaks the graph when compiled (torch 2.13: {found.gb_id} "{found.gb_type}"); {found.advice}'
+    in_loop = id(call) in body.in_loop
+    if in_loop:
+        message += IN_LOOP
+    return InsideCompiledCandidate(
+        code=RULE.code,
+        span=ctx.span(call),
+        function=body.qualname,
+        message=message,
+        severity=RULE.default_severity,
+        data=(("gb_id", found.gb_id), ("call", text), ("in_loop", str(in_loop).lower())),
+    )
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge, judged_locally=True)

@@ -1,0 +1,329 @@
+"""The candidates of the checks about code inside compiled regions (DL204, DL205, DL301, DL302), and how ``link``
+turns them into findings.
+
+``collect`` records a candidate in every function that *could* be compiled; whether it is compiled is known only at
+link time, across files. There a candidate becomes a finding at the rule's severity (or the lower one the check
+chose, e.g. for bounded costs) when a compile site reaches its function, a hint when its function is only reachable
+from the ``forward`` of an ``nn.Module`` that the workspace never compiles, and nothing otherwise: a ``print`` in a
+plain script is no hazard.
+
+Cost: no second walk of the tree. A :class:`FunctionBody` is made of the statements and calls the framework already
+recorded per scope; expressions are walked only inside statements whose source lines mention what a check looks
+for (a name, ``if``, ``and``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from dynamo_lens.codes import get_rule
+from dynamo_lens.model import Finding, Related, Severity
+from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.semantic.values import IS_COMPILING, TensorInference
+from dynamo_lens.static.summary import Candidate
+
+if TYPE_CHECKING:
+    from dynamo_lens.static.semantic.index import WorkspaceIndex
+
+T = TypeVar("T")
+BODY_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+COMPOUND: tuple[type[ast.stmt], ...] = (
+    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+    *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class InsideCompiledCandidate(Candidate):
+    """A hazard at ``span`` inside the function ``function`` (qualified name in ``span.path``)."""
+
+    function: str
+    message: str
+    severity: Severity
+    related: tuple[Related, ...] = ()
+    data: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True, eq=False)
+class FunctionBody:
+    """One ``def`` of the file: the statements and calls Dynamo traces in it, nested ``def`` bodies excluded (their
+    ``def`` statement itself is included), and the eager-only branch of ``if torch.compiler.is_compiling():``
+    dropped (Dynamo folds the test to a constant)."""
+
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    qualname: str
+    parent: FunctionBody | None
+    """The enclosing function, for a nested ``def``."""
+    params: frozenset[str]
+    statements: list[ast.stmt] = field(default_factory=list)
+    calls: list[ast.Call] = field(default_factory=list)
+    in_loop: set[int] = field(default_factory=set)
+    """``id`` of the statements and calls that sit in a ``for``/``while`` body of this function."""
+    _lines: Sequence[str] = field(default_factory=list, repr=False)
+    _locals: set[str] | None = field(default=None, repr=False)
+    _tensors: TensorInference | None = field(default=None, repr=False)
+    memo: dict[str, tuple[object, Any]] = field(default_factory=dict, repr=False)
+
+    def locals(self) -> set[str]:
+        """Parameters and names the function binds, minus its ``global``/``nonlocal`` declarations."""
+        if self._locals is None:
+            names = set(self.params)
+            declared: set[str] = set()
+            for statement in self.statements:
+                if isinstance(statement, (ast.Global, ast.Nonlocal)):
+                    declared.update(statement.names)
+                else:
+                    names.update(bound_names(statement))
+            self._locals = names - declared
+        return self._locals
+
+    def tensors(self, ctx: FileContext) -> TensorInference:
+        if self._tensors is None:
+            self._tensors = TensorInference(self.node, self.statements, ctx.resolve)
+        return self._tensors
+
+    def refresh(self, ctx: FileContext, lines: Sequence[str]) -> None:
+        """Point a body kept from an earlier version of the file (same nodes, same names) at this version."""
+        self._lines = lines
+        if self._tensors is not None:
+            self._tensors.resolve = ctx.resolve
+
+    def memoised(self, name: str, key: object, compute: Callable[[], T]) -> T:
+        """``compute()``, kept with the body under ``name`` while ``key`` (what else it reads) stays equal. For
+        node-level results of one body (never spans: the nodes move when lines are added above the body). A body
+        lives only while the file's names are unchanged (:func:`function_bodies`), so ``key`` need not stand for
+        them."""
+        found = self.memo.get(name)
+        if found is None or found[0] != key:
+            found = self.memo[name] = (key, compute())
+        return found[1]
+
+    def expressions(
+        self, mentions: Callable[[str], bool], skip: tuple[type[ast.stmt], ...] = ()
+    ) -> Iterator[tuple[ast.stmt, ast.AST]]:
+        """(statement, expression node) for the statements (except docstrings and ``skip`` types) with a source line
+        for which ``mentions(line)`` is true: a cheap text test decides which statements are worth walking."""
+        lines = self._lines
+        for statement in self.statements:
+            if (skip and isinstance(statement, skip)) or (
+                isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+            ):
+                continue
+            first = statement.lineno
+            last = _header_end(statement) if isinstance(statement, COMPOUND) else statement.end_lineno or first
+            if any(mentions(lines[i]) for i in range(first - 1, min(last, len(lines)))):
+                for expression in own_expressions(statement):
+                    yield from ((statement, node) for node in ast.walk(expression))
+
+    def name_loads(self, names: Collection[str]) -> list[ast.Name]:
+        """Reads of ``names`` in source order, including the target of ``name += ...`` (read, then written)."""
+        if not names:
+            return []
+        pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
+        loads: list[tuple[ast.stmt, ast.Name]] = []
+        inner: dict[int, set[str]] = {}
+        """Per statement: names its comprehensions and lambdas bind (their own scopes shadow the outer name)."""
+        for statement, node in self.expressions(lambda line: pattern.search(line) is not None):
+            if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
+                loads.append((statement, node))
+            elif isinstance(node, COMPREHENSIONS):
+                bound = (n for generator in node.generators for n in target_names(generator.target))
+                inner.setdefault(id(statement), set()).update(bound)
+            elif isinstance(node, ast.Lambda):
+                args = node.args
+                every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+                inner.setdefault(id(statement), set()).update(a.arg for a in every if a is not None)
+        found = [node for statement, node in loads if node.id not in inner.get(id(statement), ())]
+        for statement in self.statements:
+            target = statement.target if isinstance(statement, ast.AugAssign) else None
+            if isinstance(target, ast.Name) and target.id in names:
+                found.append(target)
+        found.sort(key=lambda n: (n.lineno, n.col_offset))
+        return found
+
+
+def own_expressions(statement: ast.stmt) -> Iterator[ast.AST]:
+    """The expressions a statement evaluates itself, without the statements nested in its bodies."""
+    for name, value in ast.iter_fields(statement):
+        if name in BODY_FIELDS:
+            continue
+        if isinstance(value, ast.AST):
+            yield value
+        elif isinstance(value, list):
+            yield from (v for v in value if isinstance(v, ast.AST) and not isinstance(v, ast.stmt))
+
+
+def bound_names(statement: ast.stmt) -> Iterator[str]:
+    """Names a statement binds in its own scope (assignment and loop targets, ``with ... as``, imports, ``def``)."""
+    targets: list[ast.AST] = []
+    if isinstance(statement, ast.Assign):
+        targets = list(statement.targets)
+    elif isinstance(statement, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        targets = [statement.target]
+    elif isinstance(statement, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in statement.items if item.optional_vars is not None]
+    elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield statement.name
+    elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+        yield from ((a.asname or a.name).partition(".")[0] for a in statement.names)
+    elif isinstance(statement, ast.Try):
+        yield from (h.name for h in statement.handlers if h.name)
+    for target in targets:
+        yield from target_names(target)
+
+
+def target_names(target: ast.AST) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from target_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from target_names(target.value)
+
+
+def _header_end(statement: ast.stmt) -> int:
+    """Last line of a compound statement's header (before its first nested statement)."""
+    bodies = [getattr(statement, f, None) for f in ("body",)]
+    first = next((b[0] for b in bodies if isinstance(b, list) and b), None)
+    return max(statement.lineno, (first.lineno - 1) if isinstance(first, ast.stmt) else statement.lineno)
+
+
+_last: tuple[FileContext, list[FunctionBody]] | None = None
+
+
+def function_bodies(ctx: FileContext) -> list[FunctionBody]:
+    """Every function of the file, assembled once per file however many checks ask (the last file is remembered),
+    and kept with its block across versions in the editor (:meth:`FileContext.per_block`)."""
+    global _last
+    if _last is not None and _last[0] is ctx:
+        return _last[1]
+    lines = ctx.lines.lines or [""]
+    result: list[FunctionBody] = []
+    for bodies in ctx.per_block("function_bodies", lambda nodes: _block_bodies(ctx, nodes)):
+        for body in bodies:
+            body.refresh(ctx, lines)
+        result.extend(bodies)
+    _last = (ctx, result)
+    return result
+
+
+def _block_bodies(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> list[FunctionBody]:
+    bodies: dict[int, FunctionBody] = {}
+    definitions = [*nodes.get(ast.FunctionDef, ()), *nodes.get(ast.AsyncFunctionDef, ())]
+    definitions.sort(key=lambda at: (at.node.lineno, at.node.col_offset))
+    for at in definitions:
+        node = at.node
+        assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        qualname = f"{at.scope.qualname}.{node.name}" if at.scope.qualname else node.name
+        enclosing = at.scope.function
+        parent = bodies.get(id(enclosing.node)) if enclosing is not None else None
+        args = node.args
+        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        bodies[id(node)] = FunctionBody(node, qualname, parent, frozenset(params))
+    if not bodies:
+        return []
+    for kind, found in nodes.items():
+        if not (issubclass(kind, ast.stmt) or kind is ast.Call):
+            continue
+        for at in found:
+            function = at.scope.function
+            body = bodies.get(id(function.node)) if function is not None else None
+            if body is None:
+                continue
+            if kind is ast.Call:
+                body.calls.append(at.node)  # type: ignore[arg-type]
+            else:
+                body.statements.append(at.node)  # type: ignore[arg-type]
+            if at.loop_depth:
+                body.in_loop.add(id(at.node))
+    result = list(bodies.values())
+    for body in result:
+        body.statements.sort(key=lambda s: (s.lineno, s.col_offset))
+        _drop_eager_only(body, ctx)
+    return result
+
+
+def _drop_eager_only(body: FunctionBody, ctx: FileContext) -> None:
+    ranges: list[tuple[int, int]] = []
+    for statement in body.statements:
+        if isinstance(statement, ast.If):
+            branch = _eager_only_branch(statement, ctx)
+            if branch:
+                ranges.append((branch[0].lineno, branch[-1].end_lineno or branch[-1].lineno))
+    if not ranges:
+        return
+
+    def traced(node: ast.stmt | ast.Call) -> bool:
+        return not any(start <= node.lineno <= end for start, end in ranges)
+
+    body.statements = [s for s in body.statements if traced(s)]
+    body.calls = [c for c in body.calls if traced(c)]
+
+
+def _eager_only_branch(node: ast.If, ctx: FileContext) -> list[ast.stmt] | None:
+    test = node.test
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    if isinstance(test, ast.UnaryOp) and negated:
+        test = test.operand
+    func = test.func if isinstance(test, ast.Call) else None
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if func is not None and last == "is_compiling" and ctx.resolve(func) in IS_COMPILING:
+        return node.body if negated else node.orelse
+    return None
+
+
+IN_LOOP = (
+    "; it sits in a loop, so Dynamo gives up on the whole function, which then runs eagerly "
+    "(torch 2.13 compiled nothing for it)"
+)
+"""Appended to a graph-break message when the break is inside a ``for``/``while`` body (measured: no frame compiled)."""
+
+
+MAX_REBINDINGS = 3
+"""How many statements that bind a name again a finding lists (in its message and as related places)."""
+
+
+def rebinding_places(ctx: FileContext, targets: Sequence[ast.expr], label: str) -> tuple[str, tuple[Related, ...]]:
+    """``line 3, line 9`` for the message, and the same first few ``targets`` as related places labelled ``label``."""
+    shown = targets[:MAX_REBINDINGS]
+    return ", ".join(f"line {t.lineno}" for t in shown), tuple(Related(ctx.span(t), label) for t in shown)
+
+
+def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
+    """The candidate's finding when compiled code reaches its function, a hint inside an uncompiled module's
+    ``forward`` (or a method it calls), nothing elsewhere."""
+    rule = get_rule(candidate.code)
+    assert rule is not None, candidate.code
+    path = candidate.span.path
+    sites = index.sites_for_scope(path, candidate.function)
+    if not sites and not _in_module_forward(index, path, candidate.function):
+        return
+    yield index.finding(
+        rule,
+        candidate.span,
+        candidate.message,
+        sites,
+        severity=candidate.severity,
+        related=candidate.related,
+        data=dict(candidate.data),
+    )
+
+
+def _in_module_forward(index: WorkspaceIndex, path: str, function: str) -> bool:
+    """``function`` is ``forward`` of an ``nn.Module`` subclass, or a method ``forward`` calls as ``self.name()``."""
+    owner, _, method = function.rpartition(".")
+    if not owner or not index.is_module_class((path, owner)):
+        return False
+    if method == "forward":
+        return True
+    summary = index.class_summary((path, owner))
+    forward = summary.method("forward") if summary is not None else None
+    return forward is not None and any(e.kind == "call" and e.attr == method for e in forward.events)

@@ -1,0 +1,316 @@
+"""The state flow shared by DL101-DL106: which ``self.<attr>`` values one compiled call carries to the next.
+
+For every class that Dynamo may trace (each ``nn.Module`` subclass from its ``forward``, and each class whose method
+or instance a compile site compiles, from that entry), the ``self.<attr>`` events of the entry method are laid out in
+evaluation order, inlining ``self.m()`` calls, properties and ``super().m()`` through the class's MRO (not methods
+decorated with ``torch.compiler.disable``, which Dynamo never traces). Then, per attribute:
+
+* a *carried read* is a read (or an ``op=``, a container mutation, an in-place call: they all read the attribute)
+  that no write precedes on its own path through the call (a write in an ``if`` body covers the reads after it in
+  that body, not those after the ``if``). Dynamo guards what the call read, so a carried read installs a guard on
+  the value the previous call left behind.
+* a *change* is a write, an ``op=`` or a container mutation.
+
+An attribute matters when it has both (DESIGN.md §3: only state carried across calls costs a recompile). Whether it
+costs one extra compile or one per call depends on the kind of value; the per-code check modules decide that.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from dynamo_lens.model import Finding, Related, Span
+from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
+from dynamo_lens.static.summary import AttrInit, AttrKind, ClassSummary, CompileSite, MethodSummary, StateEvent
+
+_MAX_INLINE_DEPTH = 6
+READING = frozenset({"read", "aug", "mutate", "inplace", "call"})
+CHANGING = frozenset({"write", "aug", "mutate"})
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """One event of the laid-out call, with the method it comes from and what precedes it."""
+
+    event: StateEvent
+    owner: ClassKey
+    """The class that defines the method containing the event."""
+    method: str
+    path: tuple[tuple[int, int], ...]
+    """The branch bodies enclosing the event in the laid-out call, including those around each inlined ``self.m()``
+    (pairs of inlining instance and body id)."""
+    fresh: bool
+    """A write of the same attribute precedes it on its own path: it reads this call's value, no guard."""
+
+    @property
+    def definite(self) -> bool:
+        """The event runs on every path of the whole call."""
+        return not self.path
+
+
+@dataclass(slots=True)
+class AttrFlow:
+    """Everything one traced call does to one attribute of an instance of ``cls``."""
+
+    cls: ClassKey
+    attr: str
+    accesses: list[Access] = field(default_factory=list)
+    init: tuple[ClassKey, AttrInit] | None = None
+
+    @property
+    def carried_reads(self) -> list[Access]:
+        return [a for a in self.accesses if a.event.kind in READING and not a.fresh]
+
+    @property
+    def changes(self) -> list[Access]:
+        return [a for a in self.accesses if a.event.kind in CHANGING]
+
+    @property
+    def carried(self) -> bool:
+        """The call reads a value an earlier call may have changed, and changes it."""
+        return bool(self.changes) and bool(self.carried_reads)
+
+    @property
+    def init_kind(self) -> AttrKind | None:
+        return self.init[1].kind if self.init is not None else None
+
+
+@dataclass(slots=True)
+class ClassFlow:
+    """The laid-out call of one entry method of one class."""
+
+    cls: ClassKey
+    entry: str
+    accesses: list[Access]
+    """Events on the attributes the call changes, in evaluation order (empty when it changes none)."""
+    methods: set[tuple[ClassKey, str]]
+    """Every (defining class, method) the call runs."""
+    attrs: dict[str, AttrFlow]
+    derived: dict[str, Any] = field(default_factory=dict)
+    """What checks worked out from this flow alone (and from what its class's file reaches). A flow is carried
+    from one link to the next while nothing it reaches changed (:meth:`WorkspaceIndex.carried`), and so is this."""
+
+
+def class_flows(index: WorkspaceIndex) -> list[ClassFlow]:
+    """The flows of every traced class entry in the workspace (computed once per link)."""
+    return index.memo("state_flow.class_flows", lambda: _compute(index))
+
+
+def stateful_flows(index: WorkspaceIndex) -> list[ClassFlow]:
+    """The flows that change some attribute (most traced calls change none: they have nothing to report)."""
+    return index.memo("state_flow.stateful_flows", lambda: [flow for flow in class_flows(index) if flow.accesses])
+
+
+def _compute(index: WorkspaceIndex) -> list[ClassFlow]:
+    """Entries in a fixed order: every module class's ``forward`` (file by file, with the other methods compile
+    sites compile on it), then the classes only compile sites name. A file's forward flows are carried from one
+    link to the next while nothing they can reach has changed."""
+    compiled: dict[ClassKey, set[str]] = {}
+    for summary in index.summaries:
+        for site in summary.compile_sites:
+            for entry in index.compiled_entries(summary.path, site):
+                if entry[0] == "method":
+                    compiled.setdefault(entry[1], set()).add(entry[2])
+    flows: list[ClassFlow] = []
+    for path in index.paths:
+        for key, forward in index.carried(("state_flow.forwards", path), path, partial(_forward_flows, index, path)):
+            if key not in compiled:
+                if forward is not None:
+                    flows.append(forward)
+                continue
+            for name in sorted({"forward", *compiled.pop(key)}):
+                flow = forward if name == "forward" else _lay_out(index, key, name)
+                if flow is not None:
+                    flows.append(flow)
+    for key, names in compiled.items():
+        for name in sorted(names):
+            flow = _lay_out(index, key, name)
+            if flow is not None:
+                flows.append(flow)
+    return flows
+
+
+def _forward_flows(index: WorkspaceIndex, path: str) -> list[tuple[ClassKey, ClassFlow | None]]:
+    """The ``forward`` flow of each ``nn.Module`` class of ``path`` that has one, in the file's order."""
+    return [
+        (key, _lay_out(index, key, "forward"))
+        for key, _ in index.classes_of(path)
+        if index.is_module_class(key) and index.find_method(key, "forward") is not None
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class _MethodFacts:
+    """What one method body does, summarised once per link (a method is shared by every subclass's flow)."""
+
+    calls: tuple[tuple[str, bool], ...]
+    """``self.m()`` calls: (name, through ``super()``)."""
+    reads: frozenset[str]
+    changed: frozenset[str]
+    """Attributes the method writes, augments or mutates (``""`` for a ``setattr`` with a computed name)."""
+
+
+def _facts(index: WorkspaceIndex, method: MethodSummary) -> _MethodFacts:
+    def compute() -> _MethodFacts:
+        events = method.events
+        return _MethodFacts(
+            calls=tuple((e.attr, e.detail == "super") for e in events if e.kind == "call"),
+            reads=frozenset(e.attr for e in events if e.kind == "read"),
+            changed=frozenset(e.attr for e in events if e.kind in CHANGING or e.kind == "setattr"),
+        )
+
+    return index.memo(("state_flow.facts", id(method)), compute)
+
+
+def closure(index: WorkspaceIndex, cls: ClassKey, entry: str) -> tuple[set[tuple[ClassKey, str]], set[str]]:
+    """The methods a call of ``entry`` on an instance of ``cls`` runs (through ``self.m()``, ``super().m()`` and
+    properties, not ``torch.compiler.disable``d ones), and the attributes they change."""
+    methods: set[tuple[ClassKey, str]] = set()
+    changed: set[str] = set()
+    pending: list[tuple[str, ClassKey | None]] = [(entry, None)]
+    while pending:
+        name, after = pending.pop()
+        found = index.find_method(cls, name, after)
+        if found is None or found[1].disabled or (found[0], name) in methods:
+            continue
+        owner, method = found
+        methods.add((owner, name))
+        facts = _facts(index, method)
+        changed |= facts.changed
+        pending.extend((callee, owner if through_super else None) for callee, through_super in facts.calls)
+        for attr in facts.reads:
+            target = index.find_method(cls, attr)
+            if target is not None and target[1].kind == "property":
+                pending.append((attr, None))
+    return methods, changed
+
+
+def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | None:
+    methods, changed = closure(index, cls, entry)
+    if not methods:
+        return None
+    if not changed:  # nothing carried from one call to the next: no event needs laying out
+        return ClassFlow(cls, entry, [], methods, {})
+    raw: list[tuple[StateEvent, ClassKey, str, tuple[tuple[int, int], ...]]] = []
+    instances = itertools.count()
+
+    def inline(name: str, prefix: tuple[tuple[int, int], ...], depth: int, after: ClassKey | None = None) -> None:
+        found = index.find_method(cls, name, after)
+        if found is None:
+            return
+        owner, method = found
+        if method.disabled or depth > _MAX_INLINE_DEPTH or (owner, name) in stack:
+            return
+        stack.append((owner, name))
+        instance = next(instances)
+        for event in method.events:
+            # Paths make a helper's early return harmless: on the path where the caller goes on, the callee's
+            # unconditional writes ran (Dynamo traces one path at a time).
+            path = prefix + tuple((instance, body) for body in event.branch)
+            if event.kind == "call" and event.detail == "super":
+                inline(event.attr, path, depth + 1, after=owner)
+                continue
+            if event.kind in ("call", "read"):
+                target = index.find_method(cls, event.attr)
+                if target is not None and (event.kind == "call" or target[1].kind == "property"):
+                    inline(event.attr, path, depth + 1)
+                    continue
+            if event.attr in changed:
+                raw.append((event, owner, name, path))
+        stack.pop()
+
+    stack: list[tuple[ClassKey, str]] = []
+    inline(entry, (), 0)
+    accesses: list[Access] = []
+    writes: dict[str, list[tuple[tuple[int, int], ...]]] = {}
+    attrs: dict[str, AttrFlow] = {}
+    for event, owner, method, path in raw:
+        earlier = writes.get(event.attr, ())
+        fresh = any(path[: len(w)] == w for w in earlier)
+        access = Access(event, owner, method, path, fresh)
+        accesses.append(access)
+        if not event.attr:
+            continue
+        if event.kind in ("write", "aug") and event.detail != "del":
+            writes.setdefault(event.attr, []).append(path)
+        flow = attrs.get(event.attr)
+        if flow is None:
+            flow = attrs[event.attr] = AttrFlow(cls, event.attr, init=index.init_attr(cls, event.attr))
+        flow.accesses.append(access)
+    return ClassFlow(cls, entry, accesses, methods, attrs)
+
+
+# -- helpers the DL10x checks share ---------------------------------------------------------------------------
+
+
+def sites_of(index: WorkspaceIndex, accesses: Iterable[Access]) -> set[CompileSite]:
+    """Compile sites that reach the methods containing ``accesses``."""
+    sites: set[CompileSite] = set()
+    for access in accesses:
+        sites.update(index.sites_for_method(access.owner, access.method))
+    return sites
+
+
+def where(access: Access) -> str:
+    """``forward`` or ``_bump`` (called from ``forward``), for messages."""
+    return f"`{access.method}`"
+
+
+def init_related(flow: AttrFlow) -> tuple[Related, ...]:
+    if flow.init is None:
+        return ()
+    init = flow.init[1]
+    return (Related(init.span, f"`self.{flow.attr}` starts as `{init.value_text or init.kind}` in `__init__`"),)
+
+
+def read_related(flow: AttrFlow, at: Span) -> tuple[Related, ...]:
+    """The first carried read, unless it is the finding's own span: the guard is installed there."""
+    for access in flow.carried_reads:
+        if access.event.span != at:
+            return (Related(access.event.span, f"`self.{flow.attr}` is read here: Dynamo guards its value"),)
+        return ()
+    return ()
+
+
+def judge_attrs(
+    index: WorkspaceIndex, judge: Callable[[WorkspaceIndex, ClassFlow, AttrFlow], Iterable[Finding]]
+) -> list[Finding]:
+    """What ``judge`` finds on each attribute of each class flow, one finding per place (see ``keep_loudest``)."""
+    return keep_loudest(
+        f for flow in stateful_flows(index) for attr in flow.attrs.values() for f in judge(index, flow, attr)
+    )
+
+
+def keep_loudest(findings: Iterable[Finding]) -> list[Finding]:
+    """One finding per (code, span): a hazard in a base class seen from several subclasses, or from a compiled
+    subclass and from the uncompiled base, is reported once, at its loudest."""
+    best: dict[tuple[str, Span], Finding] = {}
+    for finding in findings:
+        key = (finding.code, finding.span)
+        current = best.get(key)
+        if current is None or finding.severity.rank < current.severity.rank:
+            best[key] = finding
+    return list(best.values())
+
+
+def method_summary(index: WorkspaceIndex, owner: ClassKey, name: str) -> MethodSummary | None:
+    summary = index.class_summary(owner)
+    return summary.method(name) if summary is not None else None
+
+
+def unseen_summaries(
+    index: WorkspaceIndex, key: ClassKey, seen: set[ClassKey]
+) -> Iterator[tuple[ClassKey, ClassSummary]]:
+    """The workspace classes along ``key``'s MRO with their summaries; nothing when ``key`` is already in ``seen``
+    (which it joins), so that a walk from a class into the classes of its submodules ends on cycles."""
+    if key in seen:
+        return
+    seen.add(key)
+    for owner in index.mro(key)[0]:
+        summary = index.class_summary(owner)
+        if summary is not None:
+            yield owner, summary

@@ -1,0 +1,73 @@
+"""What torch does, as the messages quote it: one place for every number, name and graph-break id a finding states.
+
+Every fact here was measured on torch 2.13.0 (CPU wheel, ``backend="eager"``) by a test that runs the fixture under
+real ``torch.compile`` (``tests/static/test_torch_agreement*.py``); a message never writes one of these by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TORCH_VERSION_ASSUMED = "2.13"
+"""The torch release whose behaviour the messages describe."""
+TORCH = f"torch {TORCH_VERSION_ASSUMED}"
+"""How messages name it."""
+
+RECOMPILE_LIMIT = 8
+"""``torch._dynamo.config.recompile_limit`` (alias ``cache_size_limit``): compiles of a frame before it runs eagerly."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBreak:
+    """An entry of the graph-break registry (``torch/_dynamo/graph_break_registry.json``) and what to do about it."""
+
+    gb_id: str
+    gb_type: str
+    advice: str
+
+    def quoted(self) -> str:
+        """``GB0124 "Unsupported Tensor.item() call ..."``, as messages cite it."""
+        return f'{self.gb_id} "{self.gb_type}"'
+
+
+PRINT = GraphBreak(
+    "GB0059",
+    "Failed to trace builtin operator",
+    "move it out of the compiled code, or list it in `torch._dynamo.config.reorderable_logging_functions`",
+)
+ITEM = GraphBreak(
+    "GB0124",
+    "Unsupported Tensor.item() call with capture_scalar_outputs=False",
+    "keep the value as a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`",
+)
+TOLIST = GraphBreak(
+    "GB0109",
+    "Tensor.tolist() with non-integer tensor",
+    "keep the values as a tensor (GB0033 'Data dependent operator' for integer tensors)",
+)
+LOGGER = GraphBreak(
+    "GB0291",
+    "logging.Logger method not supported for non-export cases",
+    "log outside the compiled code, or add the method to `torch._dynamo.config.ignore_logging_functions` "
+    "(it then does not run when compiled)",
+)
+LOGGING = GraphBreak("GB4841", "Unsupported python_type() call (inside `logging`)", "log outside the compiled code")
+SKIPPED = GraphBreak("GB0007", "Attempted to call function marked as skipped", "call it outside the compiled code")
+DEEPCOPY = GraphBreak("GB4198", "Attempted to copy.deepcopy a tensor", "use `t.clone()`")
+NONZERO = GraphBreak(
+    "GB0036",
+    "Dynamic shape operator",
+    "use a fixed-shape form such as `torch.where(mask, x, 0)`, or set "
+    "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
+)
+DATA_DEPENDENT = GraphBreak(
+    "GB0033", "Data dependent operator", "compare as tensors (`(a == b).all()` feeding `torch.where`)"
+)
+REPR = GraphBreak("GB0569", "repr() on tensor", "format the tensor outside the compiled code")
+BRANCH = GraphBreak("GB0170", "Data-dependent branching", "use `torch.where(...)` or `torch.cond(...)`")
+
+BREAK_IN_LOOP = (
+    f"; it sits in a loop, so Dynamo gives up on the whole function, which then runs eagerly "
+    f"({TORCH} compiled nothing for it)"
+)
+"""Appended to a graph-break message when the break is inside a ``for``/``while`` body (measured: no frame compiled)."""
