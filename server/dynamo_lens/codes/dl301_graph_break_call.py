@@ -61,20 +61,33 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from functools import partial
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Severity
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.bodies import (
-    IN_LOOP,
     FunctionBody,
     InsideCompiledCandidate,
     function_bodies,
     judge,
 )
 from dynamo_lens.static.semantic.values import TensorInference
+from dynamo_lens.torch_facts import (
+    BREAK_IN_LOOP,
+    DATA_DEPENDENT,
+    DEEPCOPY,
+    ITEM,
+    LOGGER,
+    LOGGING,
+    NONZERO,
+    PRINT,
+    REPR,
+    SKIPPED,
+    TOLIST,
+    TORCH,
+    GraphBreak,
+)
 
 RULE = Rule(
     code="DL301",
@@ -98,51 +111,6 @@ DATA_DEPENDENT_FUNCTIONS = frozenset({"torch.equal", "torch.allclose"})
 IMPORTABLE = frozenset({"deepcopy", "nonzero", "equal", "allclose"} | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS})
 BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr"}) | IMPORTABLE
 ATTRIBUTES = LOGGER_METHODS | {"item", "tolist"} | IMPORTABLE
-
-
-@dataclass(frozen=True, slots=True)
-class GraphBreak:
-    """A graph-break registry entry of torch 2.13 (``torch/_dynamo/graph_break_registry.json``), and what to do."""
-
-    gb_id: str
-    gb_type: str
-    advice: str
-
-
-PRINT = GraphBreak(
-    "GB0059",
-    "Failed to trace builtin operator",
-    "move it out of the compiled code, or list it in `torch._dynamo.config.reorderable_logging_functions`",
-)
-ITEM = GraphBreak(
-    "GB0124",
-    "Unsupported Tensor.item() call with capture_scalar_outputs=False",
-    "keep the value as a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`",
-)
-TOLIST = GraphBreak(
-    "GB0109",
-    "Tensor.tolist() with non-integer tensor",
-    "keep the values as a tensor (GB0033 'Data dependent operator' for integer tensors)",
-)
-LOGGER = GraphBreak(
-    "GB0291",
-    "logging.Logger method not supported for non-export cases",
-    "log outside the compiled code, or add the method to `torch._dynamo.config.ignore_logging_functions` "
-    "(it then does not run when compiled)",
-)
-LOGGING = GraphBreak("GB4841", "Unsupported python_type() call (inside `logging`)", "log outside the compiled code")
-SKIPPED = GraphBreak("GB0007", "Attempted to call function marked as skipped", "call it outside the compiled code")
-DEEPCOPY = GraphBreak("GB4198", "Attempted to copy.deepcopy a tensor", "use `t.clone()`")
-NONZERO = GraphBreak(
-    "GB0036",
-    "Dynamic shape operator",
-    "use a fixed-shape form such as `torch.where(mask, x, 0)`, or set "
-    "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
-)
-DATA_DEPENDENT = GraphBreak(
-    "GB0033", "Data dependent operator", "compare as tensors (`(a == b).all()` feeding `torch.where`)"
-)
-REPR = GraphBreak("GB0569", "repr() on tensor", "format the tensor outside the compiled code")
 
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
@@ -265,10 +233,10 @@ def _logger_names(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]])
 
 def _candidate(ctx: FileContext, body: FunctionBody, call: ast.Call, found: GraphBreak) -> InsideCompiledCandidate:
     text = ctx.source(call, 60)
-    message = f'`{text}` breaks the graph when compiled (torch 2.13: {found.gb_id} "{found.gb_type}"); {found.advice}'
+    message = f"`{text}` breaks the graph when compiled ({TORCH}: {found.quoted()}); {found.advice}"
     in_loop = id(call) in body.in_loop
     if in_loop:
-        message += IN_LOOP
+        message += BREAK_IN_LOOP
     return InsideCompiledCandidate(
         code=RULE.code,
         span=ctx.span(call),

@@ -52,12 +52,12 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Severity
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic.bodies import (
-    IN_LOOP,
     FunctionBody,
     InsideCompiledCandidate,
     function_bodies,
     judge,
 )
+from dynamo_lens.torch_facts import BRANCH, BREAK_IN_LOOP, TORCH
 
 RULE = Rule(
     code="DL302",
@@ -68,10 +68,6 @@ RULE = Rule(
     docs_url="https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html",
     confirmed_by=("DL503",),
 )
-
-
-GB_ID = "GB0170"
-GB_TYPE = "Data-dependent branching"
 
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
@@ -86,11 +82,10 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
                 function=body.qualname,
                 message=(
                     f"`{shown}` branches on a tensor's value: the graph breaks here when compiled "
-                    f'(torch 2.13: {GB_ID} "{GB_TYPE}"); use `torch.where(...)` or `torch.cond(...)`'
-                    + (IN_LOOP if in_loop else "")
+                    f"({TORCH}: {BRANCH.quoted()}); {BRANCH.advice}" + (BREAK_IN_LOOP if in_loop else "")
                 ),
                 severity=RULE.default_severity,
-                data=(("gb_id", GB_ID), ("condition", text), ("in_loop", str(in_loop).lower())),
+                data=(("gb_id", BRANCH.gb_id), ("condition", text), ("in_loop", str(in_loop).lower())),
             )
 
 

@@ -280,13 +280,6 @@ def _eager_only_branch(node: ast.If, ctx: FileContext) -> list[ast.stmt] | None:
     return None
 
 
-IN_LOOP = (
-    "; it sits in a loop, so Dynamo gives up on the whole function, which then runs eagerly "
-    "(torch 2.13 compiled nothing for it)"
-)
-"""Appended to a graph-break message when the break is inside a ``for``/``while`` body (measured: no frame compiled)."""
-
-
 MAX_REBINDINGS = 3
 """How many statements that bind a name again a finding lists (in its message and as related places)."""
 
