@@ -69,7 +69,7 @@ def test_compiled_in_another_file_is_a_warning_with_the_site_as_related() -> Non
     )
     [found] = only(findings, "DL301")
     assert (found.span.path, found.span.line, found.severity) == ("/ws/model.py", 6, Severity.WARNING)
-    assert [(r.span.path, r.span.line, r.message) for r in found.related] == [("/ws/train.py", 5, "compiled here")]
+    assert [(r.span.path, r.span.line, r.message) for r in found.related] == [("/ws/train.py", 5, "compiled here → `Net.forward`")]
     assert "GB0059" in found.message and found.data["gb_id"] == "GB0059"
 
 
@@ -146,7 +146,7 @@ def test_global_severity_follows_the_value_kind(initial: str, value: str, severi
     assert (found.span.line, found.severity) == (8, severity)
     assert "`SETTING`" in found.message and "torch 2.13" in found.message
     assert [r.span.line for r in found.related] == [11, 6]
-    assert [r.message for r in found.related] == ["`SETTING` assigned here", "compiled here"]
+    assert [r.message for r in found.related] == ["`SETTING` assigned here", "compiled here → `f`"]
 
 
 def test_global_of_unknown_kind_or_tensor_is_silent() -> None:

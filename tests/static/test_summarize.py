@@ -81,7 +81,7 @@ def test_cross_file_compile_site_with_absolute_paths() -> None:
     assert [(r.span.path, r.span.line, r.message) for r in dl101[0].related][-1] == (
         "/tmp/x/train.py",
         5,
-        "compiled here",
+        "compiled here → `Model.forward`",
     )
     index = WorkspaceIndex(summaries)
     site = index.compiled_binding("/tmp/x/train.py", "", "cm")

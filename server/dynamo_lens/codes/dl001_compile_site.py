@@ -56,6 +56,7 @@ from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity, Span
+from dynamo_lens.static.semantic.evaluate import External, MethodValue
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.summary import CompileSite
 
@@ -85,7 +86,7 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
 
 
 def _finding(index: WorkspaceIndex, path: str, site: CompileSite) -> Finding:
-    described, related = _describe(index, path, site)
+    described, related = _describe(index, site)
     options = ", ".join(f"{key}={value}" for key, value in site.options)
     message = f"{_FORM_TEXT[site.form]} compiles {described}"
     if options:
@@ -100,41 +101,44 @@ def _finding(index: WorkspaceIndex, path: str, site: CompileSite) -> Finding:
     )
 
 
-def _describe(index: WorkspaceIndex, path: str, site: CompileSite) -> tuple[str, tuple[Related, ...]]:
-    for entry in index.compiled_entries(path, site):
+MAX_DESCRIBED = 3
+
+
+def _describe(index: WorkspaceIndex, site: CompileSite) -> tuple[str, tuple[Related, ...]]:
+    """What the site compiles, in words, with where each compiled definition is: every possibility the semantic
+    model finds (a factory may return one of several modules), or the source text when it finds none."""
+    described: list[str] = []
+    related: list[Related] = []
+    values = index.reach.site_values(site)
+    for entry in index.compiled_entries(site):
         if entry[0] == "function":
             function_path, qualname = entry[1]
             summary = index.summary(function_path)
             spans = [f.span for f in summary.functions if f.qualname == qualname] if summary else []
-            return f"function `{qualname}`{_where(path, function_path)}", _related(
-                spans, f"`{qualname}` is defined here"
-            )
+            described.append(f"function `{qualname}`")
+            related.extend(_related(spans, f"`{qualname}` is defined here"))
+            continue
         key, name = entry[1], entry[2]
-        found = index.find_method(key, name)
         class_summary = index.class_summary(key)
         if class_summary is None:
             continue
-        if site.target.kind == "method":
-            spans = [found[1].span] if found else []
-            return f"method `{key[1]}.{name}`{_where(path, key[0])}", _related(
-                spans, f"`{key[1]}.{name}` is defined here"
-            )
+        if any(isinstance(v, MethodValue) and v.cls == key and v.name == name for v in values):
+            found = index.find_method(key, name)
+            described.append(f"method `{key[1]}.{name}`")
+            related.extend(_related([found[1].span] if found else [], f"`{key[1]}.{name}` is defined here"))
+            continue
         kind = "module" if index.is_module_class(key) else "instance"
-        text = f"a `{key[1]}` {kind} (its `{name}`){_where(path, key[0])}"
-        return text, _related([class_summary.span], f"`{key[1]}` is defined here")
-    target = site.target
-    if target.kind == "instance" and target.ref is not None:
-        symbol = index.resolve(path, target.ref)
-        if symbol is not None and symbol.kind == "function":
-            return f"the result of `{target.ref.dotted}()` (what a factory returns is not followed)", ()
-    if target.ref is not None:
-        name = target.ref.dotted + (f".{target.member}" if target.member else "")
-        return f"`{name}` (not found in the workspace)", ()
-    return f"`{target.text or '?'}` (cannot tell what this is statically)", ()
-
-
-def _where(site_path: str, path: str) -> str:
-    return "" if path == site_path else f" from {path}"
+        described.append(f"a `{key[1]}` {kind} (its `{name}`)")
+        related.extend(_related([class_summary.span], f"`{key[1]}` is defined here"))
+    for value in values:
+        if isinstance(value, External) and value.instance:
+            described.append(f"a `{value.dotted}` module")
+    if not described:
+        return f"`{site.target_text}`, which cannot be followed statically", ()
+    if len(described) > MAX_DESCRIBED:
+        described = [*described[:MAX_DESCRIBED], f"{len(described) - MAX_DESCRIBED} more"]
+    text = described[0] if len(described) == 1 else ", ".join(described[:-1]) + " or " + described[-1]
+    return text, tuple(related[:MAX_DESCRIBED])
 
 
 def _related(spans: list[Span], message: str) -> tuple[Related, ...]:

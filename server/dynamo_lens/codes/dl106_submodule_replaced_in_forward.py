@@ -132,7 +132,7 @@ def _built_in(index: WorkspaceIndex, flow: ClassFlow) -> list[_Built]:
         method = method_summary(index, owner, name)
         if method is None:
             continue
-        for call in method.calls:
+        for call in method.builds:
             if (call.span.path, call.span.line) in lines:
                 continue
             built = _builds_parameters(index, owner[0], call.ref)

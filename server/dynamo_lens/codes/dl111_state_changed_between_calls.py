@@ -65,13 +65,12 @@ from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.usage import (
     compiled_code_reads,
     loop_scalars,
-    position,
     scope_key,
     statements_changing,
     usage,
     value_kind,
 )
-from dynamo_lens.static.summary import Candidate, CompileSite, Ref
+from dynamo_lens.static.summary import Candidate, CompileSite
 
 RULE = Rule(
     code="DL111",
@@ -93,7 +92,6 @@ IGNORED = frozenset({"forward", "training"})
 class StateChange(Candidate):
     receiver: str
     attr: str
-    cls: Ref | None
     kind: str
     varies: bool
     site: CompileSite
@@ -123,15 +121,11 @@ def collect(ctx: FileContext) -> Iterator[StateChange]:
             kind, varies = value_kind(node.value, loop_scalars(loops))
             if isinstance(node, ast.AugAssign):
                 varies = bool(loops)
-            cls = handle.site.target.ref if handle.site.target.kind == "instance" else None
-            if cls is None:
-                cls = table.class_ref(scope_key(at.scope), handle.site.target.text or handle.name, position(node))
             yield StateChange(
                 RULE.code,
                 ctx.span(target),
                 target.value.id,
                 target.attr,
-                cls,
                 kind,
                 varies and bool(loops),
                 handle.site,
@@ -140,13 +134,11 @@ def collect(ctx: FileContext) -> Iterator[StateChange]:
 
 
 def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
-    key = index.resolve_class(candidate.site.span.path, candidate.cls) if candidate.cls is not None else None
-    if key is None:
-        return  # a class outside the workspace: we cannot tell whether its compiled code reads the attribute
-    read = compiled_code_reads(index, key, candidate.attr)
-    if read is False:
-        return  # never read by compiled code: not guarded, changing it is free
-    init = read if not isinstance(read, bool) else None
+    reads = [compiled_code_reads(index, key, candidate.attr) for key in index.compiled_classes(candidate.site)]
+    reads = [read for read in reads if read is not False]
+    if not reads:
+        return  # no class we know is compiled there reads it: not guarded, or we cannot tell (silent)
+    init = next((read for read in reads if not isinstance(read, bool)), None)
     kind = candidate.kind if candidate.kind != "unknown" else (init.kind if init is not None else "unknown")
     if kind not in SCALARS:
         return

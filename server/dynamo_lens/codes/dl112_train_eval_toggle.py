@@ -45,16 +45,17 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.semantic.evaluate import External, Instance, Value
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
-from dynamo_lens.static.semantic.state_flow import unseen_summaries
-from dynamo_lens.static.semantic.usage import READ_EVENTS, Usage, method_calls, position, scope_key, usage
-from dynamo_lens.static.summary import Candidate, CompileSite, Ref
+from dynamo_lens.static.semantic.usage import READ_EVENTS, Usage, method_calls, scope_key, usage
+from dynamo_lens.static.summary import Candidate, CompileSite
+from dynamo_lens.torch_facts import TORCH
 
 RULE = Rule(
     code="DL112",
@@ -69,7 +70,6 @@ RULE = Rule(
 
 MODE_SENSITIVE = re.compile(r"Dropout|BatchNorm|InstanceNorm|RNN|LSTM|GRU|MultiheadAttention|Transformer")
 """``torch.nn`` layers whose forward reads ``training`` (or that contain such layers)."""
-CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 MODE_METHODS = frozenset({"eval", "train"})
 
 
@@ -77,7 +77,6 @@ MODE_METHODS = frozenset({"eval", "train"})
 class ModeSwitch(Candidate):
     receiver: str
     mode: str
-    cls: Ref | None
     site: CompileSite
     earlier: Span
 
@@ -98,10 +97,7 @@ def collect(ctx: FileContext) -> Iterator[ModeSwitch]:
         earlier = table.ran_before({handle.site}, at, next_iteration=_trains_in_loop(table, at, func.value.id))
         if earlier is None:
             continue  # switched before the first compiled call (every iteration): only that mode is compiled
-        cls = handle.site.target.ref if handle.site.target.kind == "instance" else None
-        if cls is None:
-            cls = table.class_ref(scope_key(at.scope), handle.site.target.text or handle.name, position(call))
-        yield ModeSwitch(RULE.code, ctx.span(call), func.value.id, mode, cls, handle.site, ctx.span(earlier.call))
+        yield ModeSwitch(RULE.code, ctx.span(call), func.value.id, mode, handle.site, ctx.span(earlier.call))
 
 
 def _trains_in_loop(table: Usage, at: NodeAt, name: str) -> bool:
@@ -133,46 +129,38 @@ def _mode(method: str, call: ast.Call) -> str | None:
 
 
 def judge(candidate: ModeSwitch, index: WorkspaceIndex) -> Iterator[Finding]:
-    path = candidate.site.span.path
-    key = index.resolve_class(path, candidate.cls) if candidate.cls is not None else None
-    if key is not None and not _reads_training(index, key, set()):
-        return  # no Dropout/BatchNorm and no `self.training` read: one compiled entry serves both modes
-    if key is None and candidate.cls is not None and candidate.cls.level == 0:
-        last = candidate.cls.last
-        if candidate.cls.dotted.startswith("torch.nn.") and last not in CONTAINERS and not MODE_SENSITIVE.search(last):
-            return
+    if not _reads_training(index, index.reach.site_values(candidate.site)):
+        return  # nothing compiled there is known to read `training`: one entry serves both modes, or we cannot tell
     message = (
         f"`{candidate.receiver}` switches to {candidate.mode} after the compiled module ran in training mode: layers "
-        "such as Dropout and BatchNorm read `training`, which torch 2.13 guards (`TRUE_MATCH ...training == True`), "
+        f"such as Dropout and BatchNorm read `training`, which {TORCH} guards (`TRUE_MATCH ...training == True`), "
         "so the other mode compiles a second entry (2 compiles in all; both are reused afterwards)"
     )
     related = (Related(candidate.earlier, "the compiled module ran here in training mode"),)
     yield index.finding(RULE, candidate.span, message, (candidate.site,), related=related)
 
 
-def _reads_training(index: WorkspaceIndex, key: ClassKey, seen: set[ClassKey]) -> bool:
-    """Whether instances of ``key`` read ``training`` anywhere (themselves or through a submodule)."""
-    for owner, summary in unseen_summaries(index, key, seen):
-        for method in summary.methods:
-            if any(e.attr == "training" and e.kind in READ_EVENTS for e in method.events):
+def _reads_training(index: WorkspaceIndex, compiled: Iterable[Value]) -> bool:
+    """Whether a compiled module, or one of its submodules, reads ``training``: a workspace class whose methods read
+    ``self.training``, or a ``torch.nn`` layer whose forward does (Dropout, BatchNorm ...)."""
+    modules = set(index.evaluator.submodules(compiled, recursive=True))
+    modules.update(v for v in compiled if isinstance(v, Instance | External))
+    for module in modules:
+        if isinstance(module, External) and module.instance and module.dotted.startswith("torch.nn."):
+            if MODE_SENSITIVE.search(module.dotted.rpartition(".")[2]):
                 return True
-        for attr in summary.init_attrs:
-            for constructor in attr.constructors:
-                sub = index.resolve_class(owner[0], constructor)
-                if sub is not None:
-                    if index.is_module_class(sub) and _reads_training(index, sub, seen):
-                        return True
-                elif constructor.level == 0 and constructor.dotted.startswith("torch.nn."):
-                    if MODE_SENSITIVE.search(constructor.last):
-                        return True
-                elif constructor.level != 0 or not _is_plain_call(constructor):
-                    return True  # a module from outside the workspace: assume it may read `training`
+        elif isinstance(module, Instance) and _reads_own_training(index, module.cls):
+            return True
     return False
 
 
-def _is_plain_call(ref: Ref) -> bool:
-    """Builtins and torch functions used in ``__init__`` values (``torch.zeros``, ``range``), not modules."""
-    return ref.dotted.startswith("torch.") or "." not in ref.dotted
+def _reads_own_training(index: WorkspaceIndex, key: ClassKey) -> bool:
+    for owner in index.mro(key)[0]:
+        summary = index.class_summary(owner)
+        for method in summary.methods if summary is not None else ():
+            if any(e.attr == "training" and e.kind in READ_EVENTS for e in method.events):
+                return True
+    return False
 
 
 CHECK = Check(RULE.code, collect=collect, judge=judge)

@@ -56,12 +56,14 @@ from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Edit, Fix, Severity, Span
+from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic.usage import (
     HandleCall,
     Kind,
     UsageCandidate,
     judge_usage,
+    local_function,
     loop_scalars,
     scalar_kind,
     site_call,
@@ -183,16 +185,15 @@ def _callee(
 ) -> tuple[ast.FunctionDef, int] | None:
     """The ``def`` a call of the compiled callable runs, and how many leading parameters the call does not bind:
     the compiled function itself, or ``forward`` (minus ``self``) of a module whose class is defined in this file."""
-    target = site.target
-    if target.ref is None or not target.ref.is_local:
-        return None
-    if target.kind == "function":
-        definition = definitions.get(target.ref.last)
+    function = local_function(ctx, site)
+    if function is not None:
+        definition = definitions.get(function.rpartition(".")[2])
         return (definition, 0) if definition is not None else None
-    if target.kind == "instance":
+    target = site.target
+    if isinstance(target, exprs.Call) and isinstance(target.func, exprs.Named) and target.func.ref.is_local:
         for at in ctx.nodes(ast.ClassDef):
             node = at.node
-            if isinstance(node, ast.ClassDef) and node.name == target.ref.last:
+            if isinstance(node, ast.ClassDef) and node.name == target.func.ref.last:
                 for item in node.body:
                     if isinstance(item, ast.FunctionDef) and item.name == "forward":
                         return item, 1

@@ -54,7 +54,14 @@ from collections.abc import Iterator
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Edit, Fix, Related, Severity
 from dynamo_lens.static.context import FileContext, NodeAt
-from dynamo_lens.static.semantic.usage import UsageCandidate, judge_usage, position, root_name, scope_key
+from dynamo_lens.static.semantic.usage import (
+    UsageCandidate,
+    judge_usage,
+    local_function,
+    position,
+    root_name,
+    scope_key,
+)
 from dynamo_lens.static.summary import CompileSite
 
 RULE = Rule(
@@ -134,13 +141,13 @@ def _compiled_steps(ctx: FileContext, optimizers: set[str]) -> dict[str, Compile
     definitions = {node.name: node for at in ctx.nodes(ast.FunctionDef) if isinstance(node := at.node, ast.FunctionDef)}
     found: dict[str, CompileSite] = {}
     for site in ctx.compile_sites:
-        target = site.target
-        if target.kind == "unknown" and target.text.endswith(".step"):
-            owner = target.text[: -len(".step")]
+        function = local_function(ctx, site)
+        if site.target_text.endswith(".step"):
+            owner = site.target_text[: -len(".step")]
             if owner in optimizers:
                 found.setdefault(owner, site)
-        elif target.kind == "function" and target.ref is not None and target.ref.is_local:
-            definition = definitions.get(target.ref.last)
+        elif function is not None:
+            definition = definitions.get(function.rpartition(".")[2])
             if definition is None:
                 continue
             for node in ast.walk(definition):

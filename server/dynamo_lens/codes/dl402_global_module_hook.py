@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.semantic.evaluate import Container, External, Instance
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.usage import call_named, usage
 from dynamo_lens.static.summary import Candidate, CompileSite
@@ -130,15 +131,15 @@ def judge(candidate: GlobalHook, index: WorkspaceIndex) -> Iterator[Finding]:
 
 
 def _compiles_module(index: WorkspaceIndex, site: CompileSite) -> bool:
-    """``torch.compile(<module>)`` (the form that returns an ``OptimizedModule``), not a function or ``.compile()``."""
+    """``torch.compile(<module>)`` (the form that returns an ``OptimizedModule``) of something known to be a module,
+    not a function, ``.compile()``, or a value the semantic model cannot tell."""
     if site.form not in ("call", "optimize", "partial"):
         return False
-    target = site.target
-    if target.kind in ("instance", "unknown", "self_attr"):
-        return True
-    if target.kind == "name" and target.ref is not None:
-        symbol = index.resolve(site.span.path, target.ref)
-        return symbol is None or symbol.kind == "instance"
+    for value in index.reach.site_values(site):
+        if isinstance(value, Instance) and index.is_module_class(value.cls):
+            return True
+        if (isinstance(value, External) and value.instance) or (isinstance(value, Container) and value.sequential):
+            return True
     return False
 
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from dynamo_lens.scan_sources import FileProblem
     from dynamo_lens.static import Linker
     from dynamo_lens.static.incremental import FileSummarizer
+    from dynamo_lens.static.semantic.index import WorkspaceIndex
     from dynamo_lens.static.summary import FileSummary
 
 
@@ -98,6 +99,18 @@ class WorkspaceAnalysis:
     def summaries(self) -> list[FileSummary]:
         with self._lock:
             return [analysis.summary for _generation, analysis in self._files.values()]
+
+    def model(self) -> WorkspaceIndex:
+        """The semantic model of the last link (hover, lenses and inlay hints ask it what is compiled); one of the
+        current summaries when nothing was linked yet (static findings turned off)."""
+        linker = self._linker
+        if linker is not None:
+            with linker.lock:
+                if linker.last is not None:
+                    return linker.last
+        from dynamo_lens.static.semantic.index import WorkspaceIndex
+
+        return WorkspaceIndex(self.summaries())
 
     def file_count(self) -> int:
         return len(self._files)

@@ -60,7 +60,7 @@ def run_lenses(uri: str, path: str, lines: Sequence[str], summary: FileSummary |
 
 def guard_lenses(server: DynamoLensServer, uri: str, path: str, result: RunResult | None) -> list[types.CodeLens]:
     lenses = []
-    for place in shown_places(places_in_file(path, server.analysis.summaries())):
+    for place in shown_places(places_in_file(path, server.analysis.model())):
         title = "Show guards"
         if result is not None and result.report is not None:
             seen = observed(place, result.report)

@@ -4,8 +4,8 @@ A *place* is a compile site (``torch.compile(...)``, ``@torch.compile``, ``model
 (an ``nn.Module`` subclass a compile site compiles) or a compiled function/method ``def``. Hover, inlay hints and code
 lenses all start from :func:`places_in_file`; they differ only in what they render.
 
-Static facts come from the per-file summaries (what a compile site compiles is resolved by name across the
-workspace, the same way the summary records it); runtime facts from the last run report, matched to a ``def`` by
+Static facts come from the workspace's semantic model (``static/semantic``: what each compile site compiles);
+runtime facts from the last run report, matched to a ``def`` by
 file, function name and first line (``co_firstlineno`` is the first decorator's line, so a few lines above the
 ``def`` still match).
 """
@@ -16,8 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from dynamo_lens.static import exprs
+
 if TYPE_CHECKING:
     from dynamo_lens.runtime.report import Frame, FrameRef, GraphBreak, LimitHit, Recompile, RunReport
+    from dynamo_lens.static.semantic.index import WorkspaceIndex
     from dynamo_lens.static.summary import ClassSummary, CompileSite, FileSummary, FunctionSummary, MethodSummary
 
 DECORATOR_LINES = 6
@@ -88,27 +91,42 @@ class Observed:
         }
 
 
-def places_in_file(path: str, summaries: Sequence[FileSummary]) -> list[Place]:
-    """Every compiled place in ``path``: its compile sites, and the classes/defs some compile site compiles."""
-    by_path = {s.path: s for s in summaries}
-    summary = by_path.get(path)
+def places_in_file(path: str, model: WorkspaceIndex) -> list[Place]:
+    r"""Every compiled place in ``path``: its compile sites, and the classes and ``def``\ s some compile site of the
+    workspace compiles (what the semantic model says each site's compiled code starts at)."""
+    summary = model.summary(path)
     if summary is None:
         return []
-    places = [_site_place(summary, site, summaries) for site in summary.compile_sites]
-    compiled = _compiled_names(summaries)
+    places = [_site_place(model, summary, site) for site in summary.compile_sites]
+    classes: set[str] = set()
+    methods: set[str] = set()
+    functions: set[str] = set()
+    for site in model.compile_sites():
+        for entry in model.compiled_entries(site):
+            if entry[0] == "function":
+                if entry[1][0] == path:
+                    functions.add(entry[1][1])
+                continue
+            found = model.find_method(entry[1], entry[2])
+            if entry[1][0] == path and entry[2] in ("forward", "__call__"):
+                classes.add(entry[1][1])
+            elif found is not None and found[0][0] == path:
+                methods.add(f"{found[0][1]}.{entry[2]}")
     for cls in summary.classes:
-        if cls.qualname in compiled or cls.qualname.rpartition(".")[2] in compiled:
+        if cls.qualname in classes:
             places.append(_class_place(path, cls))
             places.extend(
                 _def_place(path, m, "method", f"{cls.qualname}.{m.name}") for m in cls.methods if m.name == "forward"
             )
-        for method in cls.methods:
-            if f"{cls.qualname}.{method.name}" in compiled:
-                places.append(_def_place(path, method, "method", f"{cls.qualname}.{method.name}"))
+        places.extend(
+            _def_place(path, method, "method", f"{cls.qualname}.{method.name}")
+            for method in cls.methods
+            if f"{cls.qualname}.{method.name}" in methods
+        )
     places.extend(
         _def_place(path, function, "function", function.qualname)
         for function in summary.functions
-        if function.qualname in compiled or function.qualname.rpartition(".")[2] in compiled
+        if function.qualname in functions
     )
     return sorted(places, key=lambda p: (p.line, p.column))
 
@@ -175,29 +193,8 @@ def _frame_matches(frame: Frame, definition: Def) -> bool:
     )
 
 
-def _compiled_names(summaries: Sequence[FileSummary]) -> set[str]:
-    """Qualified names (and last components) of what any compile site in the workspace compiles."""
-    names: set[str] = set()
-    for summary in summaries:
-        for site in summary.compile_sites:
-            target = site.target
-            if target.ref is None:
-                continue
-            if target.kind == "method" and target.member:
-                names.add(f"{target.ref.last}.{target.member}")
-            elif target.kind == "self_attr":
-                continue
-            else:
-                names.add(target.ref.dotted if target.ref.is_local else target.ref.last)
-    return names
-
-
-def _site_place(summary: FileSummary, site: CompileSite, summaries: Sequence[FileSummary]) -> Place:
+def _site_place(model: WorkspaceIndex, summary: FileSummary, site: CompileSite) -> Place:
     span = site.span
-    target = site.target
-    name = target.ref.last if target.ref is not None else (target.text or "?")
-    if target.kind == "method" and target.member:
-        name = f"{name}.{target.member}"
     return Place(
         kind="site",
         path=summary.path,
@@ -205,27 +202,36 @@ def _site_place(summary: FileSummary, site: CompileSite, summaries: Sequence[Fil
         column=span.column,
         end_line=span.end_line,
         end_column=span.end_column,
-        name=name,
-        defs=tuple(_target_defs(site, summaries)),
+        name=_site_name(model, site),
+        defs=tuple(_target_defs(model, site)),
         site=site,
     )
 
 
-def _target_defs(site: CompileSite, summaries: Sequence[FileSummary]) -> Iterable[Def]:
-    target = site.target
-    if target.ref is None:
-        return
-    wanted = target.ref.dotted if target.ref.is_local else target.ref.last
-    for summary in summaries:
-        for cls in summary.classes:
-            if cls.qualname != wanted and cls.qualname.rpartition(".")[2] != wanted:
-                continue
-            for method in cls.methods:
-                if not target.member or method.name == target.member:
-                    yield Def(summary.path, method.span.line, f"{cls.qualname}.{method.name}")
-        for function in summary.functions:
-            if function.qualname == wanted or function.qualname.rpartition(".")[2] == wanted:
-                yield Def(summary.path, function.span.line, function.qualname)
+def _site_name(model: WorkspaceIndex, site: CompileSite) -> str:
+    """What the site compiles, named as the hover titles it: the class of a compiled instance, a method, a function,
+    or the target's source text when the semantic model cannot tell."""
+    for entry in model.compiled_entries(site):
+        if entry[0] == "function":
+            return entry[1][1]
+        if entry[2] in ("forward", "__call__") and not isinstance(site.target, exprs.Attr):
+            return entry[1][1]
+        return f"{entry[1][1]}.{entry[2]}"
+    return site.target_text
+
+
+def _target_defs(model: WorkspaceIndex, site: CompileSite) -> Iterable[Def]:
+    r"""The ``def``\ s where the site's compiled code starts (the frames a run reports for it)."""
+    for entry in model.compiled_entries(site):
+        if entry[0] == "function":
+            function = model.files.function_summary(entry[1])
+            if function is not None:
+                yield Def(entry[1][0], function.span.line, entry[1][1])
+            continue
+        found = model.find_method(entry[1], entry[2])
+        if found is not None:
+            owner, method = found
+            yield Def(owner[0], method.span.line, f"{owner[1]}.{method.name}")
 
 
 def _class_place(path: str, cls: ClassSummary) -> Place:

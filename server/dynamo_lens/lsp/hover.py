@@ -35,7 +35,7 @@ def hover_at(server: DynamoLensServer, path: str, position: types.Position) -> s
     line, column = from_lsp_position(lines, position)
     if to_lsp_position(lines, line, column).line != position.line:
         return None  # past the end of the document
-    place = place_at(places_in_file(path, server.analysis.summaries()), line, column)
+    place = place_at(places_in_file(path, server.analysis.model()), line, column)
     if place is None:
         return None
     result = server.runs.for_path(path)

@@ -21,7 +21,7 @@ def register(server: DynamoLensServer) -> None:
             return []
         lines = server.lines_of(path)
         hints = []
-        for place in shown_places(places_in_file(path, server.analysis.summaries())):
+        for place in shown_places(places_in_file(path, server.analysis.model())):
             if not params.range.start.line <= place.line - 1 <= params.range.end.line:
                 continue
             seen = observed(place, result.report)

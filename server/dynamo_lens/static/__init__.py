@@ -98,8 +98,9 @@ def _summarize_tree(path: str, text: str, tree: ast.Module, error: str | None) -
 def summarize_walked(ctx: FileContext, walker: Walker, error: str | None = None) -> FileSummary:
     """The rest of :func:`summarize` once every block of ``ctx.tree`` has been added to ``walker``: names resolved,
     compile sites found, every check's candidates collected."""
-    classes, functions, instances = walker.finish()
-    ctx.compile_sites = find_compile_sites(ctx, walker.decorated, instances)
+    facts = walker.finish()
+    ctx.module_bindings = facts.bindings
+    ctx.compile_sites = find_compile_sites(ctx, walker.decorated, walker.lowering())
     candidates: list[Candidate] = []
     try:
         for check in all_checks():
@@ -119,9 +120,10 @@ def summarize_walked(ctx: FileContext, walker: Walker, error: str | None = None)
         path=ctx.path,
         error=error,
         imports=tuple(ctx.aliases.items()),
-        classes=classes,
-        functions=functions,
-        instances=instances,
+        classes=tuple(facts.classes),
+        functions=tuple(facts.functions),
+        bindings=tuple(facts.bindings),
+        calls=tuple(facts.calls),
         compile_sites=ctx.compile_sites,
         candidates=tuple(candidates),
         import_end=walker.import_end,

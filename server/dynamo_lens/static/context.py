@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from dynamo_lens.model import Span
+from dynamo_lens.static import exprs
+from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.positions import LineIndex
-from dynamo_lens.static.summary import LOCAL, CompileSite, Ref
+from dynamo_lens.static.summary import LOCAL, CompileSite, ModuleBinding, Ref
 
 TORCH_COMPILE = "torch.compile"
 DYNAMO_OPTIMIZE = ("torch._dynamo.optimize", "torch._dynamo.eval_frame.optimize")
@@ -69,6 +71,9 @@ class NodeAt:
     loop_depth: int
     branch_depth: int
     """``if``/``try``/loop bodies of the scope that enclose it (0 = always executed when the scope runs)."""
+    path: tuple[int, ...] = ()
+    """Those bodies, outermost first, as ids unique within the function (``()`` at module and class level): a
+    statement whose path is a prefix of another's runs whenever the other does (early exits aside)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -99,6 +104,8 @@ class FileContext:
     """Attribute → the assignment statements with a target ``<expr>.<attribute>``, in source order."""
     assigned_names: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """id(value node) → the plain names it is assigned to (``cm = torch.compile(m)`` → ``("cm",)``)."""
+    module_bindings: Sequence[ModuleBinding] = ()
+    """Module-level names bound to values that can matter (filled after the walk, like ``compile_sites``)."""
     compile_sites: tuple[CompileSite, ...] = ()
     """Filled after the walk; checks may use them (``DL201`` looks at ``in_loop``)."""
     blocks: Sequence[Block] = ()
@@ -177,6 +184,14 @@ class FileContext:
     def is_torch_compile(self, expr: ast.AST) -> bool:
         """``expr`` is ``torch.compile`` under any alias (``T.compile``, ``tc``, ``compiler = torch.compile``)."""
         return self.resolve(expr) == TORCH_COMPILE
+
+    def module_value(self, expr: Expr) -> Expr:
+        """``expr`` with a module-level name of this file replaced by what it was last bound to above its use."""
+        if isinstance(expr, exprs.Global):
+            bound = [b for b in self.module_bindings if b.name == expr.name and (not expr.line or b.line < expr.line)]
+            if bound:
+                return bound[-1].value
+        return expr
 
     def torch_name(self) -> str | None:
         """The local name bound to the ``torch`` package (for fixes that insert torch code), if any."""

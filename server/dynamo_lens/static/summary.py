@@ -10,31 +10,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dynamo_lens.model import Span
-
-LOCAL = -1
-"""``Ref.level`` of a name defined in the file itself (not imported)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Ref:
-    """A name as one file sees it, after import aliases are applied.
-
-    ``level == LOCAL``: ``dotted`` is a qualified name defined in this file (``Model``, ``Outer.Inner``).
-    ``level == 0``: an absolute dotted path (``torch.nn.Module``, ``pkg.model.Model``).
-    ``level > 0``: relative to the file's package, as in ``from ..model import Model`` (``dotted='model.Model'``).
-    """
-
-    dotted: str
-    level: int = 0
-
-    @property
-    def is_local(self) -> bool:
-        return self.level == LOCAL
-
-    @property
-    def last(self) -> str:
-        return self.dotted.rpartition(".")[2]
-
+from dynamo_lens.static.exprs import LOCAL as LOCAL
+from dynamo_lens.static.exprs import Expr
+from dynamo_lens.static.exprs import Ref as Ref
 
 AttrKind = Literal[
     "int", "float", "bool", "str", "none", "tensor", "parameter", "buffer", "list", "dict", "set", "tuple",
@@ -96,10 +74,25 @@ class StateEvent:
 
 @dataclass(frozen=True, slots=True)
 class CallRef:
-    """A call of a plain or dotted name (``helper(x)``, ``nn.Linear(4, 4)``) and where it is."""
+    """A call of a plain or dotted name (``nn.Linear(4, 4)``) and where it is."""
 
     ref: Ref
     span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """A call whose callee the workspace may know (a definition, an import, a module-level name, a parameter, an
+    attribute of ``self``, an element of a container), with the arguments that can matter (``exprs.is_trivial``
+    for the others)."""
+
+    func: Expr
+    args: tuple[Expr, ...]
+    keywords: tuple[tuple[str, Expr], ...]
+    span: Span
+    name: str
+    """The last name of the callee as written (``helper`` in ``utils.helper(x)``), ``""`` for none
+    (``layers[0](x)``): links find the callers of a function by it before evaluating anything."""
 
 
 MethodKind = Literal["method", "property", "staticmethod", "classmethod"]
@@ -114,8 +107,13 @@ class MethodSummary:
     disabled: bool
     """Decorated with ``torch.compiler.disable`` / ``torch._dynamo.disable``: Dynamo never traces it."""
     events: tuple[StateEvent, ...]
-    calls: tuple[CallRef, ...]
-    """Calls of names that are not ``self``'s (``helper(x)``, ``utils.helper(x)``, ``nn.Linear(4, 4)``)."""
+    calls: tuple[CallSite, ...]
+    params: tuple[str, ...] = ()
+    """Positional parameter names, ``self`` included."""
+    returns: tuple[Expr, ...] = ()
+    """What its ``return`` statements return (only what can matter: see ``exprs.is_trivial``)."""
+    builds: tuple[CallRef, ...] = ()
+    """Calls of capitalised names (``nn.Linear(4, 4)``, ``Block(cfg)``): classes it may instantiate."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +128,8 @@ class ClassSummary:
     """Names bound in the class body (assignments, annotations)."""
     body_start: Span
     """The first statement of the class body (where a fix can insert lines)."""
+    attr_values: tuple[tuple[str, Expr], ...] = ()
+    """``self.<attr> = value`` in any method, for values that can matter (a submodule, a container of them)."""
 
     def method(self, name: str) -> MethodSummary | None:
         for method in self.methods:
@@ -150,40 +150,21 @@ class FunctionSummary:
 
     qualname: str
     span: Span
-    calls: tuple[CallRef, ...]
+    calls: tuple[CallSite, ...]
     disabled: bool
+    params: tuple[str, ...] = ()
+    """Positional parameter names."""
+    returns: tuple[Expr, ...] = ()
+    """What its ``return`` statements return (only what can matter)."""
 
 
 @dataclass(frozen=True, slots=True)
-class InstanceBinding:
-    """``name = Callee(...)`` in ``scope`` (``""`` = module): maybe an instance of a class."""
+class ModuleBinding:
+    """A module-level ``name = value`` (or loop variable, ``with ... as name``) of the file."""
 
-    scope: str
     name: str
-    callee: Ref
-    span: Span
-
-
-TargetKind = Literal["function", "method", "instance", "class", "name", "self_attr", "unknown"]
-
-
-@dataclass(frozen=True, slots=True)
-class CompileTarget:
-    """What a compile site compiles, as a reference that ``link`` resolves.
-
-    * ``function``: ``ref`` names a function (local or imported, or a name whose binding is unknown yet).
-    * ``method``: ``ref`` is the class, ``member`` the method (``@torch.compile`` on a method,
-      ``torch.compile(m.forward)``).
-    * ``instance``: ``ref`` is the class whose instance is compiled (``torch.compile(Model())``, ``m = Model(); ...``).
-    * ``name``: ``ref`` is an imported or unresolved name: a function, a class or a module-level instance elsewhere.
-    * ``self_attr``: ``torch.compile(self.model)`` inside class ``ref``: ``member`` is the attribute.
-    * ``unknown``: an expression we cannot follow (a parameter, a call result); ``text`` keeps its source.
-    """
-
-    kind: TargetKind
-    ref: Ref | None
-    member: str = ""
-    text: str = ""
+    line: int
+    value: Expr
 
 
 CompileForm = Literal["call", "decorator", "method", "optimize", "partial"]
@@ -196,7 +177,10 @@ class CompileSite:
     span: Span
     """The call (``torch.compile(model)``), the decorator expression, or ``model.compile()``."""
     form: CompileForm
-    target: CompileTarget
+    target: Expr
+    """What is compiled (``torch.compile(<target>)``, ``<target>.compile()``, the decorated definition)."""
+    target_text: str
+    """The target's source text (cut to 60 characters), for messages."""
     scope: str
     """Qualified name of the enclosing function (``""`` at module level)."""
     names: tuple[str, ...]
@@ -206,6 +190,9 @@ class CompileSite:
     """Keyword arguments as written (``("dynamic", "True")``), source text cut to 80 characters."""
     in_loop: bool
     """Evaluated inside a ``for``/``while`` body of its scope."""
+    module_names: tuple[str, ...] = ()
+    """Those of ``names`` that are module-level names (the site is at module level, or its function declares them
+    ``global``): other functions and files see them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +212,10 @@ class FileSummary:
     """Local name → what it refers to, for every import and alias in the file (last binding wins)."""
     classes: tuple[ClassSummary, ...] = ()
     functions: tuple[FunctionSummary, ...] = ()
-    instances: tuple[InstanceBinding, ...] = ()
+    bindings: tuple[ModuleBinding, ...] = ()
+    """Module-level bindings of names that are neither definitions nor imports, for values that can matter."""
+    calls: tuple[CallSite, ...] = ()
+    """Calls made at module level (``generate(model, ...)`` under ``if __name__ == "__main__":``)."""
     compile_sites: tuple[CompileSite, ...] = ()
     candidates: tuple[Candidate, ...] = ()
     import_end: int = 1

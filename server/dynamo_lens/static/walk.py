@@ -12,20 +12,25 @@ import ast
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from dynamo_lens.model import Span
+from dynamo_lens.static import exprs
 from dynamo_lens.static.context import DISABLE_DECORATORS, PARTIAL, FileContext, NodeAt, Scope
+from dynamo_lens.static.exprs import Expr, constant_kind
+from dynamo_lens.static.semantic import lowering as lowering_limits
+from dynamo_lens.static.semantic.lowering import Lowering
 from dynamo_lens.static.summary import (
     AttrInit,
     AttrKind,
     CallRef,
+    CallSite,
     ClassSummary,
     EventKind,
     FunctionSummary,
-    InstanceBinding,
     MethodKind,
     MethodSummary,
+    ModuleBinding,
     Ref,
     StateEvent,
 )
@@ -102,6 +107,8 @@ class _Event:
     text: str = ""
     ctor: ast.AST | None = None
     statement: ast.AST | None = None
+    value: ast.AST | None = None
+    """For ``write``: the assigned value (lowered into ``ClassSummary.attr_values``)."""
 
 
 @dataclass(slots=True)
@@ -113,7 +120,6 @@ class _FunctionBuilder:
     self_name: str | None
     is_init: bool
     events: list[_Event] = field(default_factory=list)
-    calls: list[tuple[ast.AST, ast.AST]] = field(default_factory=list)
     path: list[int] = field(default_factory=list)
     """The ``if``/loop/``try`` bodies enclosing the current point, innermost last (ids unique in the method)."""
     bodies: int = 0
@@ -152,19 +158,32 @@ Names = tuple[tuple[tuple[str, Ref], ...], tuple[tuple[str, str], ...]]
 """A snapshot of the names that resolve while a block is walked: the aliases, and the module's own definitions."""
 NO_NAMES: Names = ((), ())
 
-FinalNames = tuple[tuple[tuple[str, Ref], ...], tuple[tuple[str, tuple[tuple[str, str], ...]], ...]]
-"""Every alias (after :meth:`Walker.finish` resolved them) and every scope's definitions: what freezing resolves."""
+FinalNames = tuple[tuple[tuple[str, Ref], ...], tuple[tuple[str, tuple[tuple[str, str], ...]], ...], tuple[str, ...]]
+"""Every alias (after :meth:`Walker.finish` resolved them), every scope's definitions and the names of compile
+partials: what freezing resolves."""
 
 
 @dataclass(slots=True, eq=False)
 class _Frozen:
-    """A block's classes, functions and instances, frozen: valid for ``names`` while the block starts at ``line``."""
+    """A block's classes, functions and module-level bindings and calls, frozen: valid for ``names`` while the block
+    starts at ``line``."""
 
     names: FinalNames
     line: int
     classes: tuple[ClassSummary, ...]
     functions: tuple[FunctionSummary, ...]
-    instances: tuple[InstanceBinding, ...]
+    bindings: tuple[ModuleBinding, ...]
+    calls: tuple[CallSite, ...]
+
+
+@dataclass(slots=True)
+class BlockFacts:
+    """What :meth:`Walker.finish` froze, for the file's summary."""
+
+    classes: list[ClassSummary] = field(default_factory=list)
+    functions: list[FunctionSummary] = field(default_factory=list)
+    bindings: list[ModuleBinding] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)
@@ -191,7 +210,6 @@ class BlockWalk:
     classes: list[_ClassBuilder] = field(default_factory=list)
     functions: list[_FunctionBuilder] = field(default_factory=list)
     pending_aliases: list[_PendingAlias] = field(default_factory=list)
-    instances: list[tuple[Scope, str, ast.AST, ast.AST]] = field(default_factory=list)
     decorated: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, Scope]] = field(default_factory=list)
     frozen: _Frozen | None = None
     memo: dict[str, tuple[Any, Any]] = field(default_factory=dict)
@@ -216,6 +234,8 @@ class Walker:
         self.branch_depth = 0
         self.function: _FunctionBuilder | None = None
         """The method or function whose body is being walked (None in nested lambdas and at class/module level)."""
+        self.path: tuple[int, ...] = ()
+        """The bodies of ``function`` that enclose the current point (``NodeAt.path``)."""
         self.cls: _ClassBuilder | None = None
         self.blocks: list[BlockWalk] = []
         self.replayed = 0
@@ -226,7 +246,7 @@ class Walker:
         self.previous_names = previous_names
         self.final_names: FinalNames | None = None
         self.import_end = 1
-        self._known: set[str] | None = None
+        self._lowering: Lowering | None = None
 
     # -- driver ------------------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -292,7 +312,7 @@ class Walker:
             bucket = self.block.nodes.get(kind)
             if bucket is None:
                 bucket = self.block.nodes[kind] = []
-            at = NodeAt(node, self.scope, self.loop_depth, self.branch_depth)
+            at = NodeAt(node, self.scope, self.loop_depth, self.branch_depth, self.path)
             bucket.append(at)
             if kind in _BINDINGS:
                 self._index_targets(node, at)
@@ -379,15 +399,16 @@ class Walker:
         scope = Scope("class", self._define(node.name), node, outer)
         builder = _ClassBuilder(scope, node, outer)
         self.block.classes.append(builder)
-        saved = (self.scope, self.cls, self.function, self.loop_depth, self.branch_depth)
-        self.scope, self.cls, self.function, self.loop_depth, self.branch_depth = scope, builder, None, 0, 0
+        saved = (self.scope, self.cls, self.function, self.loop_depth, self.branch_depth, self.path)
+        self.scope, self.cls, self.function = scope, builder, None
+        self.loop_depth, self.branch_depth, self.path = 0, 0, ()
         for statement in node.body:
             self.visit(statement)
             if isinstance(statement, ast.Assign):
                 builder.class_attrs.extend(t.id for t in statement.targets if isinstance(t, ast.Name))
             elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 builder.class_attrs.append(statement.target.id)
-        self.scope, self.cls, self.function, self.loop_depth, self.branch_depth = saved
+        self.scope, self.cls, self.function, self.loop_depth, self.branch_depth, self.path = saved
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.visit_all(node.decorator_list)
@@ -428,10 +449,10 @@ class Walker:
             self.cls.methods.append(builder)
         else:
             self.block.functions.append(builder)
-        saved = (self.scope, self.function, self.loop_depth, self.branch_depth)
-        self.scope, self.function, self.loop_depth, self.branch_depth = scope, builder, 0, 0
+        saved = (self.scope, self.function, self.loop_depth, self.branch_depth, self.path)
+        self.scope, self.function, self.loop_depth, self.branch_depth, self.path = scope, builder, 0, 0, ()
         self.visit_all(node.body)
-        self.scope, self.function, self.loop_depth, self.branch_depth = saved
+        self.scope, self.function, self.loop_depth, self.branch_depth, self.path = saved
 
     def _lambda(self, node: ast.Lambda) -> None:
         saved = self.function
@@ -450,10 +471,12 @@ class Walker:
                 function.bodies += 1
                 function.path.append(function.bodies)
                 function.read_since_change.clear()  # a read in this body may be the first on its path
+                self.path = tuple(function.path)
             self.visit_all(body)
             if function is not None:
                 function.path.pop()
                 function.read_since_change.clear()
+                self.path = tuple(function.path)
         self.loop_depth -= loop
         self.branch_depth -= 1
 
@@ -527,8 +550,6 @@ class Walker:
         function = self.function
         if function is not None and function.self_name is not None and self._self_call(node, func):
             return
-        if isinstance(func, ast.Name | ast.Attribute) and function is not None:
-            function.calls.append((func, node))
         self.visit(func)
         self.visit_all(node.args)
         for keyword in node.keywords:
@@ -593,7 +614,7 @@ class Walker:
     def _register(self, name: str, kind: AttrKind, node: ast.Call) -> None:
         function = self.function
         value = node.args[1] if len(node.args) > 1 else None
-        self._event("write", name, node, value_kind=kind)
+        self._event("write", name, node, value_kind=kind, value=value)
         if function is not None and function.is_init and self.cls is not None:
             self.cls.init_attrs.setdefault(name, _InitAttr(name, kind, node, node, value, ()))
 
@@ -607,8 +628,6 @@ class Walker:
             self.block.assigned.append((id(value), names))
             if _may_alias(value, self.ctx):
                 self.block.pending_aliases.extend(_PendingAlias(name, value, self.scope) for name in names)
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
-                self.block.instances.extend((self.scope, name, value.func, node) for name in names)
         for target in node.targets:
             self._store(target, value, node)
 
@@ -691,7 +710,7 @@ class Walker:
                 detail = "const"
         ctor = value.func if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute) else None
         text = self.ctx.source(value, 40) if value is not None else ""
-        self._event("write", attr, target, value_kind=kind, detail=detail, ctor=ctor, text=text)
+        self._event("write", attr, target, value_kind=kind, detail=detail, ctor=ctor, text=text, value=value)
         if function.is_init and self.cls is not None and attr not in self.cls.init_attrs:
             keys: tuple[str, ...] = ()
             if isinstance(value, ast.Dict):
@@ -699,7 +718,7 @@ class Walker:
             self.cls.init_attrs[attr] = _InitAttr(attr, kind, target, statement or target, value, keys)
 
     # -- results -------------------------------------------------------------------------------------------------
-    def finish(self) -> tuple[tuple[ClassSummary, ...], tuple[FunctionSummary, ...], tuple[InstanceBinding, ...]]:
+    def finish(self) -> BlockFacts:
         """Resolve aliases and names (all definitions are known now) and freeze the results, block by block: a
         block frozen before, at the same line and with the same names, keeps its frozen summaries."""
         self._resolve_aliases()
@@ -707,36 +726,96 @@ class Walker:
         names: FinalNames = (
             tuple(ctx.aliases.items()),
             tuple((scope, tuple(defined.items())) for scope, defined in ctx.local_defs.items()),
+            tuple(sorted(ctx.compile_partials)),
         )
         if names == self.previous_names:
             names = self.previous_names
         self.final_names = ctx.names = names
         ctx.blocks = self.blocks
-        classes: list[ClassSummary] = []
-        functions: list[FunctionSummary] = []
-        instances: list[InstanceBinding] = []
+        facts = BlockFacts()
         for block in self.blocks:
             line = block.statements[0].lineno if block.statements else 0
             frozen = block.frozen
             if frozen is None or frozen.names is not names or frozen.line != line:
                 frozen = block.frozen = self._freeze(block, names, line)
-            classes.extend(frozen.classes)
-            functions.extend(frozen.functions)
-            instances.extend(frozen.instances)
-        return tuple(classes), tuple(functions), tuple(instances)
+            facts.classes.extend(frozen.classes)
+            facts.functions.extend(frozen.functions)
+            facts.bindings.extend(frozen.bindings)
+            facts.calls.extend(frozen.calls)
+        return facts
+
+    def lowering(self) -> Lowering:
+        """The file's :class:`Lowering` (one per version of the file, made when first needed)."""
+        if self._lowering is None or self._lowering.ctx is not self.ctx:
+            self._lowering = Lowering(self.ctx)
+        return self._lowering
 
     def _freeze(self, block: BlockWalk, names: FinalNames, line: int) -> _Frozen:
-        classes = tuple(self._freeze_class(c) for c in block.classes)
+        lowering = self.lowering()
+        calls: dict[int, list[CallSite]] = {}
+        """id of the function node (0 for module level) → the calls it makes."""
+        builds: dict[int, list[CallRef]] = {}
+        for at in block.nodes.get(ast.Call, ()):
+            call = at.node
+            assert isinstance(call, ast.Call)
+            if at.scope.function is not None and isinstance(call.func, ast.Name | ast.Attribute):
+                name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
+                ref = self.ctx.ref(call.func, at.scope) if name[:1].isupper() else None
+                if ref is not None:
+                    builds.setdefault(id(at.scope.function.node), []).append(CallRef(ref, self.ctx.span(call)))
+            func = lowering.call_site_func(call, at)
+            if func is not None:
+                key = id(at.scope.function.node) if at.scope.function is not None else 0
+                calls.setdefault(key, []).append(self._call_site(lowering, call, at, func))
+        returns: dict[int, list[Expr]] = {}
+        for at in block.nodes.get(ast.Return, ()):
+            value = at.node.value  # type: ignore[attr-defined]
+            function = at.scope.function
+            if value is not None and function is not None:
+                lowered = lowering.value(value, at)
+                if not exprs.is_trivial(lowered):
+                    returns.setdefault(id(function.node), []).append(lowered)
+        classes = tuple(self._freeze_class(c, calls, returns, builds) for c in block.classes)
         functions = tuple(
-            FunctionSummary(f.scope.qualname, self._name_span(f.node), self._calls(f), f.disabled)
+            FunctionSummary(
+                f.scope.qualname,
+                self._name_span(f.node),
+                tuple(calls.get(id(f.node), ())),
+                f.disabled,
+                _positional(f.node),
+                tuple(returns.get(id(f.node), ())),
+            )
             for f in block.functions
         )
-        instances: list[InstanceBinding] = []
-        for scope, name, func, statement in block.instances:
-            ref = self.ctx.ref(func, scope)
-            if ref is not None and not (ref.level == 0 and ref.dotted.startswith("torch.")):
-                instances.append(InstanceBinding(scope.qualname, name, ref, self.ctx.span(statement)))
-        return _Frozen(names, line, classes, functions, tuple(instances))
+        return _Frozen(names, line, classes, functions, self._module_bindings(block), tuple(calls.get(0, ())))
+
+    def _call_site(self, lowering: Lowering, call: ast.Call, at: NodeAt, func: Expr) -> CallSite:
+        callee = call.func
+        name = callee.attr if isinstance(callee, ast.Attribute) else callee.id if isinstance(callee, ast.Name) else ""
+        return CallSite(
+            func=func,
+            args=tuple(lowering.argument(a, at) for a in call.args[: lowering_limits.MAX_OPTIONS]),
+            keywords=tuple((k.arg, lowering.argument(k.value, at)) for k in call.keywords if k.arg is not None),
+            span=self.ctx.span(call),
+            name=name,
+        )
+
+    def _module_bindings(self, block: BlockWalk) -> tuple[ModuleBinding, ...]:
+        """Module-level names bound to something that can matter (a module, a function, a container of them)."""
+        lowering = self.lowering()
+        found: list[ModuleBinding] = []
+        statements = [
+            at
+            for kind in (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
+            for at in block.nodes.get(kind, ())
+            if at.scope.kind == "module"
+        ]
+        statements.sort(key=lambda at: (at.node.lineno, at.node.col_offset))  # type: ignore[attr-defined]
+        for at in statements:
+            for name, value in lowering.module_binding(at):
+                if not exprs.is_trivial(value):
+                    found.append(ModuleBinding(name, at.node.lineno, value))  # type: ignore[attr-defined]
+        return tuple(found)
 
     def _resolve_aliases(self) -> None:
         """``compiler = torch.compile`` and ``cp = functools.partial(torch.compile, ...)`` bind new names."""
@@ -753,7 +832,13 @@ class Walker:
                 if ref is not None and ref.level >= 0 and (ref.dotted == "torch" or ref.dotted.startswith("torch.")):
                     ctx.aliases.setdefault(pending.name, ref)
 
-    def _freeze_class(self, builder: _ClassBuilder) -> ClassSummary:
+    def _freeze_class(
+        self,
+        builder: _ClassBuilder,
+        calls: dict[int, list[CallSite]],
+        returns: dict[int, list[Expr]],
+        builds: dict[int, list[CallRef]],
+    ) -> ClassSummary:
         ctx = self.ctx
         methods = tuple(
             MethodSummary(
@@ -762,10 +847,21 @@ class Walker:
                 kind=m.kind,
                 disabled=m.disabled,
                 events=tuple(self._freeze_event(e, m.scope) for e in m.events),
-                calls=self._calls(m),
+                calls=tuple(calls.get(id(m.node), ())),
+                params=_positional(m.node),
+                returns=tuple(returns.get(id(m.node), ())),
+                builds=tuple(builds.get(id(m.node), ())),
             )
             for m in builder.methods
         )
+        lowering = self.lowering()
+        attr_values: list[tuple[str, Expr]] = []
+        for m in builder.methods:
+            for e in m.events:
+                if e.kind == "write" and e.value is not None:
+                    value = lowering.value(e.value, NodeAt(e.node, m.scope, 0, 0, e.branch))
+                    if not exprs.is_trivial(value) and (e.attr, value) not in attr_values:
+                        attr_values.append((e.attr, value))
         init_attrs = tuple(self._freeze_init(a, builder.scope) for a in builder.init_attrs.values())
         body = builder.node.body[0] if builder.node.body else builder.node
         return ClassSummary(
@@ -779,6 +875,7 @@ class Walker:
             init_attrs=init_attrs,
             class_attrs=tuple(builder.class_attrs),
             body_start=ctx.span(body),
+            attr_values=tuple(attr_values),
         )
 
     def _freeze_event(self, e: _Event, scope: Scope) -> StateEvent:
@@ -813,27 +910,6 @@ class Walker:
             constructors=tuple(constructors),
             keys=a.keys,
         )
-
-    def _calls(self, builder: _FunctionBuilder) -> tuple[CallRef, ...]:
-        ctx = self.ctx
-        known = self._known_names()
-        calls: list[CallRef] = []
-        for func, call in builder.calls:
-            root = func
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            if not isinstance(root, ast.Name) or root.id not in known:
-                continue  # a local variable or parameter: nothing the index can resolve
-            ref = ctx.ref(func, builder.scope)
-            if ref is not None:
-                calls.append(CallRef(ref, ctx.span(call)))
-        return tuple(calls)
-
-    def _known_names(self) -> set[str]:
-        """Names that may resolve to a definition or an import somewhere in the file."""
-        if self._known is None:
-            self._known = set(self.ctx.aliases) | self.ctx.defined_names
-        return self._known
 
     def _name_span(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Span:
         """The span of the name in ``def name`` / ``class name`` (what editors underline)."""
@@ -873,6 +949,10 @@ _HANDLERS: dict[type[ast.AST], Callable[[Walker, Any], None]] = {
 walked tree alive after ``summarize`` returns)."""
 if sys.version_info >= (3, 11):
     _HANDLERS[ast.TryStar] = Walker._try
+
+
+def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    return tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
 
 
 # -- value classification --------------------------------------------------------------------------------------
@@ -980,22 +1060,6 @@ def _is_literal(node: ast.AST) -> bool:
             k is not None and _is_literal(k) and _is_literal(v) for k, v in zip(node.keys, node.values, strict=True)
         )
     return False
-
-
-ConstantKind = Literal["none", "bool", "int", "float", "str", "unknown"]
-
-
-def constant_kind(value: object) -> ConstantKind:
-    """The kind of a literal's value (``None``, a bool, an int, a float, a string), ``unknown`` for the rest."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    return "str" if isinstance(value, str) else "unknown"
 
 
 def _classify(node: ast.AST | None, ctx: FileContext) -> AttrKind:

@@ -12,8 +12,11 @@ import ast
 from collections.abc import Mapping
 from functools import partial
 
+from dynamo_lens.static import exprs
 from dynamo_lens.static.context import DYNAMO_OPTIMIZE, FileContext, NodeAt, Scope
-from dynamo_lens.static.summary import LOCAL, CompileForm, CompileSite, CompileTarget, InstanceBinding, Ref
+from dynamo_lens.static.exprs import Expr
+from dynamo_lens.static.semantic.lowering import Lowering
+from dynamo_lens.static.summary import LOCAL, CompileForm, CompileSite, Ref
 
 _COMPILE_NAMES = ("compile", "optimize")
 _KERAS_COMPILE_KEYWORDS = frozenset({"optimizer", "loss", "metrics", "loss_weights"})
@@ -22,11 +25,11 @@ _KERAS_COMPILE_KEYWORDS = frozenset({"optimizer", "loss", "metrics", "loss_weigh
 def find_compile_sites(
     ctx: FileContext,
     decorated: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, Scope]],
-    instances: tuple[InstanceBinding, ...],
+    lowering: Lowering,
 ) -> tuple[CompileSite, ...]:
     if not ctx.aliases and not ctx.compile_partials:
         return ()  # nothing in this file names torch: no compile site can be spelled
-    finder = _Finder(ctx, instances)
+    finder = _Finder(ctx, lowering)
     sites: list[CompileSite] = []
     handled: set[int] = set()
     for definition, scope in decorated:
@@ -54,11 +57,9 @@ def find_compile_sites(
 
 
 class _Finder:
-    def __init__(self, ctx: FileContext, instances: tuple[InstanceBinding, ...]) -> None:
+    def __init__(self, ctx: FileContext, lowering: Lowering) -> None:
         self.ctx = ctx
-        self.instances: dict[tuple[str, str], list[InstanceBinding]] = {}
-        for binding in instances:
-            self.instances.setdefault((binding.scope, binding.name), []).append(binding)
+        self.lowering = lowering
 
     # -- recognising the forms -----------------------------------------------------------------------------------
     def compiles(self, func: ast.AST) -> CompileForm | None:
@@ -94,19 +95,20 @@ class _Finder:
         scope: Scope,
     ) -> CompileSite:
         qualname = f"{scope.qualname}.{definition.name}" if scope.qualname else definition.name
-        if isinstance(definition, ast.ClassDef):
-            target = CompileTarget("class", Ref(qualname, LOCAL))
-        elif scope.kind == "class":
-            target = CompileTarget("method", Ref(scope.qualname, LOCAL), definition.name)
+        target: Expr
+        if scope.kind == "class" and not isinstance(definition, ast.ClassDef):
+            target = exprs.Attr(exprs.Named(Ref(scope.qualname, LOCAL)), definition.name)
         else:
-            target = CompileTarget("function", Ref(qualname, LOCAL))
+            target = exprs.Named(Ref(qualname, LOCAL))
         keywords = decorator.keywords if isinstance(decorator, ast.Call) else []
         return CompileSite(
             span=self.ctx.span(decorator),
             form=form,
             target=target,
+            target_text=qualname,
             scope=scope.qualname,
             names=(definition.name,),
+            module_names=(definition.name,) if scope.kind == "module" else (),
             options=self._options(keywords),
             in_loop=False,
         )
@@ -118,22 +120,26 @@ class _Finder:
         if form is not None:
             if not call.args:
                 return None  # torch.compile(mode=...) returns a decorator; the call that applies it is the site
-            target, names = self.target(call.args[0], at.scope)
+            compiled = call.args[0]
         elif isinstance(func, ast.Attribute) and func.attr == "compile" and self._is_module_compile(call):
             form = "method"
-            target, names = self.target(func.value, at.scope)
+            compiled = func.value
         else:
             return None
         keywords = list(call.keywords)
         if form == "optimize" and isinstance(func, ast.Call):
             keywords = [*func.keywords, *keywords]
         assigned = ctx.assigned_names.get(id(call), ())
+        names = tuple(dict.fromkeys((*assigned, *self._own_names(compiled, at))))
+        module_names = names if at.scope.function is None else tuple(n for n in names if self.lowering.is_global(n, at))
         return CompileSite(
             span=ctx.span(call),
             form=form,
-            target=target,
+            target=self.lowering.value(compiled, at),
+            target_text=ctx.source(compiled, 60),
             scope=at.scope.qualname,
-            names=tuple(dict.fromkeys((*assigned, *names))),
+            names=names,
+            module_names=module_names,
             options=self._options(keywords),
             in_loop=at.loop_depth > 0,
         )
@@ -148,48 +154,14 @@ class _Finder:
         receiver = self.ctx.ref(func.value)
         return receiver is None or receiver.is_local  # an imported module's compile() is something else
 
-    def target(self, expr: ast.AST, scope: Scope) -> tuple[CompileTarget, tuple[str, ...]]:
-        """What ``expr`` (the compiled argument, or the receiver of ``.compile()``) refers to, and its plain name."""
-        ctx = self.ctx
-        if isinstance(expr, ast.Name):
-            binding = self._instance(scope, expr)
-            if binding is not None:
-                return CompileTarget("instance", binding.callee), (expr.id,)
-            ref = ctx.ref(expr, scope)
-            if ref is None:  # a parameter or a name bound by something we do not follow
-                return CompileTarget("unknown", None, text=expr.id), (expr.id,)
-            if ref.is_local:
-                return CompileTarget("function", ref), ()
-            return CompileTarget("name", ref), ()
-        if isinstance(expr, ast.Call):
-            ref = ctx.ref(expr.func, scope) if isinstance(expr.func, ast.Name | ast.Attribute) else None
-            if ref is not None:
-                return CompileTarget("instance", ref), ()
-            return CompileTarget("unknown", None, text=ctx.source(expr)), ()
-        if isinstance(expr, ast.Attribute):
-            owner = expr.value
-            class_name = scope.function.class_name if scope.function is not None else None
-            if isinstance(owner, ast.Name) and class_name is not None and owner.id == _self_name(scope):
-                return CompileTarget("self_attr", Ref(class_name, LOCAL), expr.attr), ()
-            if isinstance(owner, ast.Name):
-                binding = self._instance(scope, owner)
-                if binding is not None:
-                    return CompileTarget("method", binding.callee, expr.attr), (owner.id,)
-            ref = ctx.ref(expr, scope)
-            if ref is not None:
-                return CompileTarget("name", ref), ()
-        return CompileTarget("unknown", None, text=ctx.source(expr)), ()
-
-    def _instance(self, scope: Scope, name: ast.Name) -> InstanceBinding | None:
-        """The latest ``name = Callee(...)`` before ``name`` in its function scope, else at module level."""
-        line = name.lineno
-        function = scope.function
-        for key in ((function.qualname if function is not None else ""), ""):
-            bindings = self.instances.get((key, name.id))
-            if bindings:
-                before = [b for b in bindings if b.span.line <= line]
-                return (before or bindings)[-1]
-        return None
+    def _own_names(self, compiled: ast.AST, at: NodeAt) -> tuple[str, ...]:
+        """The plain name that holds the compiled thing's state: ``model`` in ``torch.compile(model)`` or
+        ``model.compile()``, ``m`` in ``torch.compile(m.forward)`` (not a function's own name: it is no state)."""
+        if isinstance(compiled, ast.Attribute):
+            compiled = compiled.value
+        if isinstance(compiled, ast.Name) and not isinstance(self.lowering.value(compiled, at), exprs.Named):
+            return (compiled.id,)
+        return ()
 
     def _options(self, keywords: list[ast.keyword]) -> tuple[tuple[str, str], ...]:
         return tuple((k.arg, self.ctx.source(k.value)) for k in keywords if k.arg is not None)
@@ -208,11 +180,3 @@ def _may_compile(func: ast.expr, spellings: frozenset[str]) -> bool:
     if isinstance(func, ast.Name):
         return func.id in spellings
     return isinstance(func, ast.Call) and _may_compile(func.func, spellings)
-
-
-def _self_name(scope: Scope) -> str | None:
-    function = scope.function
-    if function is None or not isinstance(function.node, ast.FunctionDef | ast.AsyncFunctionDef):
-        return None
-    args = [*function.node.args.posonlyargs, *function.node.args.args]
-    return args[0].arg if args else None

@@ -112,7 +112,7 @@ def _compute(index: WorkspaceIndex) -> list[ClassFlow]:
     compiled: dict[ClassKey, set[str]] = {}
     for summary in index.summaries:
         for site in summary.compile_sites:
-            for entry in index.compiled_entries(summary.path, site):
+            for entry in index.compiled_entries(site):
                 if entry[0] == "method":
                     compiled.setdefault(entry[1], set()).add(entry[2])
     flows: list[ClassFlow] = []

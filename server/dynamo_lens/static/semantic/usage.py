@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from dynamo_lens.codes import Rule, get_rule
 from dynamo_lens.model import Edit, Finding, Fix, Related, Severity, Span
+from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext, NodeAt, Scope
 from dynamo_lens.static.summary import AttrInit, Candidate, CompileSite, Ref
 
@@ -173,10 +174,12 @@ def _build(ctx: FileContext) -> Usage:
     for site in ctx.compile_sites:
         if site.form == "method" and _torch_nn_instance(table, site):
             continue  # torch 2.13 skips torch.nn frames: `nn.Sequential(...).compile()` compiled 0 graphs
-        module = site.form == "method" or site.target.kind in ("instance", "unknown", "name", "self_attr")
+        module = site.form == "method" or local_function(ctx, site) is None
         for name in site.names:
             runs = site.form == "method" or name != originals.get(site.span)
             table.handles.setdefault((site.scope, name), Handle(name, site, module, runs))
+            if name in site.module_names:
+                table.handles.setdefault(("", name), Handle(name, site, module, runs))
     for at in ctx.nodes(ast.Call):
         call = at.node
         assert isinstance(call, ast.Call)
@@ -192,12 +195,30 @@ def _build(ctx: FileContext) -> Usage:
 
 
 def _torch_nn_instance(table: Usage, site: CompileSite) -> bool:
-    """The site compiles an instance of a ``torch.nn`` class (``nn.Sequential``, ``nn.Linear``): named by the
-    target, or bound by ``name = nn.Sequential(...)`` before the site."""
-    ref = site.target.ref
-    if ref is None and site.target.text:
-        ref = table.class_ref(site.scope, site.target.text, (site.span.line, site.span.column))
-    return ref is not None and ref.level == 0 and ref.dotted.startswith("torch.nn.")
+    """The site compiles an instance of a ``torch.nn`` class (``nn.Sequential(...)``, ``nn.Linear``), as the file
+    shows it."""
+    target = table.ctx.module_value(site.target)
+    return (
+        isinstance(target, exprs.Call)
+        and isinstance(target.func, exprs.Named)
+        and target.func.ref.level == 0
+        and target.func.ref.dotted.startswith("torch.nn.")
+    )
+
+
+def local_function(ctx: FileContext, site: CompileSite) -> str | None:
+    """The qualified name of the function of this file that the site compiles (``torch.compile(step)``,
+    ``@torch.compile def step``), or None (a module, a method, something else)."""
+    target = site.target
+    if not isinstance(target, exprs.Named) or not target.ref.is_local:
+        return None
+    if target.ref.last in _class_names(ctx):
+        return None
+    return target.ref.dotted
+
+
+def _class_names(ctx: FileContext) -> set[str]:
+    return {node.name for at in ctx.nodes(ast.ClassDef) if isinstance(node := at.node, ast.ClassDef)}
 
 
 def _compiled_argument_names(ctx: FileContext) -> dict[Span, str]:
@@ -224,10 +245,8 @@ def _compiled_function_globals(ctx: FileContext, table: Usage) -> None:
         if isinstance(node := at.node, ast.FunctionDef) and at.scope.kind == "module"
     }
     for handle in {h for h in table.handles.values() if not h.module}:
-        target = handle.site.target
-        if target.kind != "function" or target.ref is None or not target.ref.is_local:
-            continue
-        definition = definitions.get(target.ref.dotted)
+        qualname = local_function(ctx, handle.site)
+        definition = definitions.get(qualname) if qualname is not None else None
         if definition is None:
             continue
         local = {arg.arg for arg in ast.walk(definition.args) if isinstance(arg, ast.arg)}

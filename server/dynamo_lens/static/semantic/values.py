@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Literal
 
-from dynamo_lens.static.walk import constant_kind
+from dynamo_lens.static.exprs import constant_kind
 
 Resolve = Callable[[ast.AST], "str | None"]
 """``FileContext.resolve``: the absolute dotted name an expression refers to (``torch.nonzero``), or None."""

@@ -1,0 +1,178 @@
+"""Values as one file can describe them: the small expression language of the semantic layer.
+
+``summarize`` lowers the expressions that decide what code is compiled and what it calls (compile targets, callees
+and their arguments, what functions return, what ``self.<attr>`` is set to, what module-level names are bound to)
+into these plain, picklable nodes. Everything one file knows is already applied: a local variable is replaced by
+what was assigned to it (``model = Net().to(device)`` then ``torch.compile(model)`` lowers to a call of ``Net``),
+``torch.compile(f)`` and ``functools.partial(f, ...)`` stand for ``f``, methods that return their receiver
+(``.to()``, ``.eval()``, ``.cuda()`` ...) vanish. What only the workspace knows stays symbolic: an imported or
+defined name (:class:`Named`), a module-level name (:class:`Global`, bound later in the file or read by a function),
+a parameter (:class:`Param`, bound by whoever calls the function). ``link`` evaluates them
+(``static/semantic/evaluate.py``) into the classes, functions and instances they can be.
+
+:data:`UNKNOWN` is an answer, not a failure: an expression the file cannot describe, about which checks stay silent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+LOCAL = -1
+"""``Ref.level`` of a name defined in the file itself (not imported)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A name as one file sees it, after import aliases are applied.
+
+    ``level == LOCAL``: ``dotted`` is a qualified name defined in this file (``Model``, ``Outer.Inner``).
+    ``level == 0``: an absolute dotted path (``torch.nn.Module``, ``pkg.model.Model``).
+    ``level > 0``: relative to the file's package, as in ``from ..model import Model`` (``dotted='model.Model'``).
+    """
+
+    dotted: str
+    level: int = 0
+
+    @property
+    def is_local(self) -> bool:
+        return self.level == LOCAL
+
+    @property
+    def last(self) -> str:
+        return self.dotted.rpartition(".")[2]
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    """Base of every node."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown(Expr):
+    """Something the file cannot describe (a builtin's result, an arithmetic expression, a lambda ...)."""
+
+
+UNKNOWN = Unknown()
+
+
+@dataclass(frozen=True, slots=True)
+class Const(Expr):
+    """A literal (``0``, ``"a"``, ``None``)."""
+
+    kind: ConstantKind
+
+
+@dataclass(frozen=True, slots=True)
+class Named(Expr):
+    """A class, function or module named through an import or a definition of this file."""
+
+    ref: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class Global(Expr):
+    """A module-level name of this file that is not a definition or an import: its bindings (``FileSummary.bindings``)
+    decide. ``line``: the latest binding above this line counts (a use at module level); 0: any binding (a use inside
+    a function, which runs later)."""
+
+    name: str
+    line: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Param(Expr):
+    """Parameter ``name`` (position ``index``, -1 for keyword-only and ``*args``) of the function or method
+    ``function`` (qualified name in this file): whatever its callers pass."""
+
+    function: str
+    name: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """What calling ``func`` returns. Arguments that cannot matter (literals, arithmetic) are :data:`UNKNOWN`."""
+
+    func: Expr
+    args: tuple[Expr, ...] = ()
+    keywords: tuple[tuple[str, Expr], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Attr(Expr):
+    """``value.attr``."""
+
+    value: Expr
+    attr: str
+
+
+@dataclass(frozen=True, slots=True)
+class Item(Expr):
+    """An element of ``value``: a subscript (``layers[0]``), a loop variable (``for block in layers``)."""
+
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Items(Expr):
+    """A list, tuple or dict display, or a comprehension (one item per element expression; dicts: the values)."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OneOf(Expr):
+    """One of several values: the arms of a conditional, the assignments that can reach a use."""
+
+    options: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceOf(Expr):
+    """An instance of one of ``classes``, known from an ``isinstance`` test that guards the use."""
+
+    classes: tuple[Ref, ...]
+
+
+def refs_in(expr: Expr) -> Iterator[Ref]:
+    """Every :class:`Ref` an expression names (what linking may resolve, for change tracking)."""
+    pending = [expr]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, Named):
+            yield node.ref
+        elif isinstance(node, InstanceOf):
+            yield from node.classes
+        elif isinstance(node, Call):
+            pending.append(node.func)
+            pending.extend(node.args)
+            pending.extend(value for _, value in node.keywords)
+        elif isinstance(node, Attr | Item):
+            pending.append(node.value)
+        elif isinstance(node, Items):
+            pending.extend(node.items)
+        elif isinstance(node, OneOf):
+            pending.extend(node.options)
+
+
+def is_trivial(expr: Expr) -> bool:
+    """Nothing to follow: a literal or :data:`UNKNOWN` (calls record such arguments as :data:`UNKNOWN`)."""
+    return isinstance(expr, Unknown | Const)
+
+
+ConstantKind = Literal["none", "bool", "int", "float", "str", "unknown"]
+
+
+def constant_kind(value: object) -> ConstantKind:
+    """The kind of a literal's value (``None``, a bool, an int, a float, a string), ``unknown`` for the rest."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return "str" if isinstance(value, str) else "unknown"

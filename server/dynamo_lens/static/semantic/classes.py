@@ -1,0 +1,146 @@
+"""The class hierarchy of the workspace: which classes are ``nn.Module`` subclasses, their MRO, which method an
+instance runs for a name, where ``__init__`` sets an attribute, and which classes derive from a class."""
+
+from __future__ import annotations
+
+from dynamo_lens.static.semantic.workspace import ClassKey, Files
+from dynamo_lens.static.summary import AttrInit, MethodSummary, Ref
+
+TORCH_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+"""Bases after which a class's own ``__init__`` is all there is (no attributes defined elsewhere)."""
+_EXTERNAL_MODULE_BASES = frozenset({"PreTrainedModel", "ModelMixin", "LightningModule"})
+
+
+class Hierarchy:
+    def __init__(self, files: Files) -> None:
+        self.files = files
+        self._methods: dict[ClassKey, dict[str, MethodSummary]] = {}
+        self._found_methods: dict[tuple[ClassKey, str, ClassKey | None], tuple[ClassKey, MethodSummary] | None] = {}
+        self._mros: dict[ClassKey, tuple[tuple[ClassKey, ...], bool]] = {}
+        self._is_module: dict[ClassKey, bool] = {}
+        self._subclasses: dict[ClassKey, list[ClassKey]] | None = None
+
+    def is_module_class(self, key: ClassKey) -> bool:
+        """``key`` derives from ``torch.nn.Module`` (through workspace classes, imports, or a known torch class)."""
+        known = self._is_module.get(key)
+        if known is not None:
+            return known
+        self._is_module[key] = False  # cycles
+        summary = self.files.class_summary(key)
+        result = False
+        if summary is not None:
+            for base in summary.bases:
+                if base is None:
+                    continue
+                base_key = self.files.resolve_class(key[0], base)
+                if base_key is not None:
+                    result = self.is_module_class(base_key)
+                elif base.level == 0:
+                    result = _is_external_module_base(base.dotted)
+                if result:
+                    break
+        self._is_module[key] = result
+        return result
+
+    def mro(self, key: ClassKey) -> tuple[tuple[ClassKey, ...], bool]:
+        """The workspace classes of ``key``'s MRO (depth-first, left to right, duplicates dropped), and whether
+        every base is known (workspace classes, ``object``, ``torch.nn.Module``): if not, attributes may come from
+        code we cannot see."""
+
+        def compute() -> tuple[tuple[ClassKey, ...], bool]:
+            order: list[ClassKey] = []
+            complete = True
+            stack = [key]
+            while stack:
+                current = stack.pop()
+                if current in order:
+                    continue
+                order.append(current)
+                summary = self.files.class_summary(current)
+                if summary is None:
+                    continue
+                bases: list[ClassKey] = []
+                for base in summary.bases:
+                    base_key = self.files.resolve_class(current[0], base)
+                    if base_key is not None:
+                        bases.append(base_key)
+                    elif not _is_plain_base(base):
+                        complete = False
+                stack.extend(reversed(bases))
+            return tuple(order), complete
+
+        known = self._mros.get(key)
+        if known is None:
+            known = self._mros[key] = compute()
+        return known
+
+    def find_method(
+        self, key: ClassKey, name: str, after: ClassKey | None = None
+    ) -> tuple[ClassKey, MethodSummary] | None:
+        """The method ``name`` as ``key``'s instances see it (``after``: start past that class, for ``super()``)."""
+        memo_key = (key, name, after)
+        if memo_key in self._found_methods:
+            return self._found_methods[memo_key]
+        order, _ = self.mro(key)
+        if after is not None and after in order:
+            order = order[order.index(after) + 1 :]
+        found: tuple[ClassKey, MethodSummary] | None = None
+        for current in order:
+            method = self._method_table(current).get(name)
+            if method is not None:
+                found = current, method
+                break
+        self._found_methods[memo_key] = found
+        return found
+
+    def _method_table(self, key: ClassKey) -> dict[str, MethodSummary]:
+        table = self._methods.get(key)
+        if table is None:
+            summary = self.files.class_summary(key)
+            table = self._methods[key] = {} if summary is None else {m.name: m for m in reversed(summary.methods)}
+        return table
+
+    def init_attr(self, key: ClassKey, name: str) -> tuple[ClassKey, AttrInit] | None:
+        """The ``__init__`` assignment of ``self.<name>`` that instances of ``key`` run (first in MRO order)."""
+        for current in self.mro(key)[0]:
+            summary = self.files.class_summary(current)
+            attr = summary.init_attr(name) if summary is not None else None
+            if attr is not None:
+                return current, attr
+        return None
+
+    def subclasses(self, key: ClassKey) -> list[ClassKey]:
+        """The workspace classes that derive from ``key`` (directly or not), in file order."""
+        if self._subclasses is None:
+            direct: dict[ClassKey, list[ClassKey]] = {}
+            for sub, summary in self.files.classes():
+                for base in summary.bases:
+                    base_key = self.files.resolve_class(sub[0], base)
+                    if base_key is not None and base_key != sub:
+                        direct.setdefault(base_key, []).append(sub)
+            self._subclasses = direct
+        found: list[ClassKey] = []
+        pending = list(self._subclasses.get(key, ()))
+        while pending:
+            current = pending.pop(0)
+            if current not in found and current != key:
+                found.append(current)
+                pending.extend(self._subclasses.get(current, ()))
+        return found
+
+
+def _is_plain_base(base: Ref | None) -> bool:
+    """A base that defines no instance attributes a subclass could rely on."""
+    if base is None or base.level != 0:
+        return False
+    dotted = base.dotted
+    return dotted in TORCH_MODULE_BASES or dotted in ("object", "abc.ABC") or dotted.startswith("typing.")
+
+
+def _is_external_module_base(dotted: str) -> bool:
+    """A base outside the workspace that is an ``nn.Module``: ``torch.nn.Module``, ``torch.nn.Linear``,
+    ``pl.LightningModule``, ``transformers.PreTrainedModel``."""
+    last = dotted.rpartition(".")[2]
+    if dotted.startswith("torch.nn."):
+        return last[:1].isupper() and last != "Parameter"
+    return last in _EXTERNAL_MODULE_BASES or (last.endswith("Module") and last != "ModuleType")

@@ -1,0 +1,462 @@
+"""What a lowered expression (``static/exprs.py``) can be, across the whole workspace.
+
+:class:`Evaluator` turns an expression of one file into the set of :data:`Value` it can evaluate to: instances of
+workspace classes, the classes and functions themselves, methods bound to instances, torch containers of modules
+(``nn.Sequential``, ``nn.ModuleList``, ``nn.ModuleDict`` and plain lists of modules), classes and instances from
+outside the workspace. It follows what one file cannot:
+
+* names across imports, module-level bindings (``model = Net()`` at the bottom of ``train.py``);
+* calls: a workspace class makes an instance; a function or method returns what its ``return`` statements return,
+  evaluated with its parameters bound to this call's arguments (factories, ``from_pretrained``-style
+  classmethods, where ``cls`` is the class it was called on);
+* attributes of instances: what any method of the class (or a base) assigns to ``self.<attr>``;
+* parameters that no call binds: whatever the callers of the function pass (``decode(model, x)`` makes
+  ``model`` inside ``decode`` what the callers' ``model`` is); ``self`` is an instance of the class or of one of
+  its subclasses.
+
+:data:`OPAQUE` in a result means "and possibly something else we cannot tell": checks never warn on it alone.
+Every evaluation is bounded (depth, number of values, callers followed) and cycle-safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from dynamo_lens.static import exprs
+from dynamo_lens.static.exprs import Expr
+from dynamo_lens.static.semantic.classes import Hierarchy
+from dynamo_lens.static.semantic.workspace import ClassKey, Files, FunctionKey, Symbol
+from dynamo_lens.static.summary import CallSite, MethodSummary
+
+MAX_DEPTH = 24
+MAX_VALUES = 24
+MAX_CALLERS = 64
+TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+SUBMODULE_METHODS = frozenset({"modules", "children", "values"})
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """An instance of the workspace class ``cls``."""
+
+    cls: ClassKey
+
+
+@dataclass(frozen=True, slots=True)
+class ClassValue:
+    cls: ClassKey
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionValue:
+    key: FunctionKey
+
+
+@dataclass(frozen=True, slots=True)
+class MethodValue:
+    """Method ``name`` looked up on ``cls`` (through its MRO): bound to an instance, or taken from the class."""
+
+    cls: ClassKey
+    name: str
+    on_class: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleFile:
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class External:
+    """Something outside the workspace named ``dotted`` (``torch.nn.Linear``), or an instance of it."""
+
+    dotted: str
+    instance: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """A container of values: ``nn.Sequential`` (``sequential``: calling it calls every element in turn),
+    ``nn.ModuleList``, ``nn.ModuleDict``, a list, tuple or dict display."""
+
+    elements: frozenset[Value]
+    sequential: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """Something that cannot be told."""
+
+
+OPAQUE = Opaque()
+Value: TypeAlias = Instance | ClassValue | FunctionValue | MethodValue | ModuleFile | External | Container | Opaque
+Values = frozenset[Value]
+NOTHING: Values = frozenset()
+UNKNOWN_VALUES: Values = frozenset({OPAQUE})
+Env = Mapping[tuple[str, str, str], Values]
+"""(path, function qualname, parameter name) → what the parameter holds in this evaluation."""
+
+_Key = tuple[Expr, str, int]
+
+
+class Evaluator:
+    def __init__(self, files: Files, classes: Hierarchy) -> None:
+        self.files = files
+        self.classes = classes
+        self._memo: dict[_Key, Values] = {}
+        self._active: set[object] = set()
+        self._depth = 0
+        self._self_envs: dict[ClassKey, Env] = {}
+        self._callers: dict[str, list[tuple[CallSite, str]]] | None = None
+        self._attributes: dict[tuple[ClassKey, str], Values] = {}
+        self._params: dict[tuple[str, str, str], Values] = {}
+
+    # -- public --------------------------------------------------------------------------------------------------
+    def evaluate(self, expr: Expr, path: str, env: Env | None = None) -> Values:
+        """What ``expr`` (lowered in the file ``path``) can be; ``env`` binds parameters for this evaluation."""
+        if isinstance(expr, exprs.Unknown):
+            return UNKNOWN_VALUES
+        if isinstance(expr, exprs.Const):
+            return NOTHING
+        key: _Key = (expr, path, id(env) if env else 0)
+        if not env or any(env is e for e in self._self_envs.values()):
+            found = self._memo.get(key)
+            if found is not None:
+                return found
+        if key in self._active or self._depth > MAX_DEPTH:
+            return NOTHING
+        self._active.add(key)
+        self._depth += 1
+        try:
+            result = _capped(self._evaluate(expr, path, env or {}))
+        finally:
+            self._depth -= 1
+            self._active.discard(key)
+        if not env or any(env is e for e in self._self_envs.values()):
+            self._memo[key] = result
+        return result
+
+    def self_env(self, cls: ClassKey) -> Env:
+        """Binds ``self`` (the first parameter) of every method along ``cls``'s MRO to an instance of ``cls``."""
+        found = self._self_envs.get(cls)
+        if found is None:
+            bound: dict[tuple[str, str, str], Values] = {}
+            instance: Values = frozenset({Instance(cls)})
+            for owner in self.classes.mro(cls)[0]:
+                summary = self.files.class_summary(owner)
+                for method in summary.methods if summary is not None else ():
+                    if method.params and method.kind in ("method", "property"):
+                        bound[(owner[0], f"{owner[1]}.{method.name}", method.params[0])] = instance
+            found = self._self_envs[cls] = bound
+        return found
+
+    def attribute(self, cls: ClassKey, name: str) -> Values:
+        """What ``self.<name>`` can hold on an instance of ``cls`` (assigned by any method of its MRO)."""
+        key = (cls, name)
+        found = self._attributes.get(key)
+        if found is not None:
+            return found
+        self._attributes[key] = NOTHING  # cycles: an attribute built from itself
+        values: set[Value] = set()
+        env = self.self_env(cls)
+        for owner in self.classes.mro(cls)[0]:
+            summary = self.files.class_summary(owner)
+            for attr, value in summary.attr_values if summary is not None else ():
+                if attr == name:
+                    values |= self.evaluate(value, owner[0], env)
+        result = self._attributes[key] = _capped(values)
+        return result
+
+    def submodules(self, values: Iterable[Value], recursive: bool) -> Values:
+        """The modules held by ``values`` (instances' module attributes, containers' elements), and theirs too when
+        ``recursive`` (``model.modules()``, which also yields ``model`` itself)."""
+        found: set[Value] = set()
+        pending = list(values)
+        seen: set[Value] = set()
+        while pending and len(found) < MAX_VALUES * 4:
+            value = pending.pop()
+            if value in seen:
+                continue
+            seen.add(value)
+            if isinstance(value, Container):
+                inner = list(value.elements)
+            elif isinstance(value, Instance):
+                inner = [v for attr in self._attribute_names(value.cls) for v in self.attribute(value.cls, attr)]
+            else:
+                continue
+            for element in inner:
+                if isinstance(element, Instance | Container) or (isinstance(element, External) and element.instance):
+                    if not isinstance(element, Container):
+                        found.add(element)
+                    if recursive or isinstance(element, Container):
+                        pending.append(element)
+        return frozenset(found)
+
+    def callers(self, name: str) -> list[tuple[CallSite, str]]:
+        """Calls (and their files) whose callee is written ``name`` or cannot be named statically."""
+        if self._callers is None:
+            index: dict[str, list[tuple[CallSite, str]]] = {}
+            for summary in self.files.summaries:
+                for call in _calls_of(summary):
+                    index.setdefault(call.name, []).append((call, summary.path))
+                    if isinstance(call.func, exprs.Global) and call.name:
+                        index.setdefault("", []).append((call, summary.path))
+            self._callers = index
+        return [*self._callers.get(name, ()), *(() if not name else self._callers.get("", ()))]
+
+    # -- expressions ---------------------------------------------------------------------------------------------
+    def _evaluate(self, expr: Expr, path: str, env: Env) -> Iterable[Value]:
+        if isinstance(expr, exprs.Named):
+            symbol = self.files.resolve(path, expr.ref)
+            if symbol is not None:
+                return self._symbol(symbol)
+            return {External(expr.ref.dotted)} if expr.ref.level == 0 else UNKNOWN_VALUES
+        if isinstance(expr, exprs.Global):
+            return self._global(path, expr.name, expr.line)
+        if isinstance(expr, exprs.Param):
+            bound = env.get((path, expr.function, expr.name))
+            return bound if bound is not None else self._param(path, expr.function, expr.name, expr.index)
+        if isinstance(expr, exprs.Call):
+            return self._call(expr, path, env)
+        if isinstance(expr, exprs.Attr):
+            return {v for value in self.evaluate(expr.value, path, env) for v in self._attribute_of(value, expr.attr)}
+        if isinstance(expr, exprs.Item):
+            return {e for value in self.evaluate(expr.value, path, env) for e in _elements(value)}
+        if isinstance(expr, exprs.Items):
+            elements = frozenset(v for item in expr.items for v in self.evaluate(item, path, env))
+            return {Container(elements)} if elements else NOTHING
+        if isinstance(expr, exprs.OneOf):
+            return {v for option in expr.options for v in self.evaluate(option, path, env)}
+        if isinstance(expr, exprs.InstanceOf):
+            return self._instances_of(path, expr)
+        return UNKNOWN_VALUES
+
+    def _symbol(self, symbol: Symbol) -> Iterable[Value]:
+        if symbol.kind == "class":
+            return {ClassValue((symbol.path, symbol.qualname))}
+        if symbol.kind == "function":
+            return {FunctionValue((symbol.path, symbol.qualname))}
+        if symbol.kind == "method":
+            owner, _, name = symbol.qualname.rpartition(".")
+            return {MethodValue((symbol.path, owner), name, on_class=True)}
+        if symbol.kind == "binding":
+            return self._global(symbol.path, symbol.qualname, 0)
+        return {ModuleFile(symbol.path)}
+
+    def _global(self, path: str, name: str, line: int) -> Iterable[Value]:
+        bindings = self.files.bindings(path, name)
+        if line:
+            before = [b for b in bindings if b.line < line]
+            bindings = before[-1:] or bindings
+        if not bindings:
+            return UNKNOWN_VALUES
+        return {v for binding in bindings for v in self.evaluate(binding.value, path)}
+
+    def _instances_of(self, path: str, expr: exprs.InstanceOf) -> Iterable[Value]:
+        found: set[Value] = set()
+        for ref in expr.classes:
+            key = self.files.resolve_class(path, ref)
+            if key is not None:
+                found.add(Instance(key))
+                found.update(Instance(sub) for sub in self.classes.subclasses(key))
+            elif ref.level == 0:
+                found.add(External(ref.dotted, instance=True))
+        return found
+
+    def _attribute_of(self, value: Value, name: str) -> Iterable[Value]:
+        if isinstance(value, Instance):
+            found = self.classes.find_method(value.cls, name)
+            if found is not None:
+                if found[1].kind == "property":
+                    return self._returns(found[0], found[1], self.self_env(value.cls))
+                return {MethodValue(value.cls, name)}
+            return self.attribute(value.cls, name) or UNKNOWN_VALUES
+        if isinstance(value, ClassValue):
+            if self.classes.find_method(value.cls, name) is not None:
+                return {MethodValue(value.cls, name, on_class=True)}
+            return UNKNOWN_VALUES
+        if isinstance(value, ModuleFile):
+            symbol = self.files.resolve_in_module(value.path, name)
+            return self._symbol(symbol) if symbol is not None else UNKNOWN_VALUES
+        if isinstance(value, External) and not value.instance:
+            return {External(f"{value.dotted}.{name}")}
+        return UNKNOWN_VALUES
+
+    # -- calls ---------------------------------------------------------------------------------------------------
+    def _call(self, expr: exprs.Call, path: str, env: Env) -> Iterable[Value]:
+        func = expr.func
+        if isinstance(func, exprs.Attr) and func.attr in SUBMODULE_METHODS and not expr.args:
+            receivers = self.evaluate(func.value, path, env)
+            if any(isinstance(v, Instance | Container) for v in receivers):
+                found = set(self.submodules(receivers, recursive=func.attr == "modules"))
+                if func.attr == "modules":
+                    found.update(v for v in receivers if isinstance(v, Instance))
+                return {Container(frozenset(found))}
+        result: set[Value] = set()
+        for callee in self.evaluate(func, path, env):
+            result.update(self._call_value(callee, expr, path, env))
+        return result
+
+    def _call_value(self, callee: Value, call: exprs.Call, path: str, env: Env) -> Iterable[Value]:
+        if isinstance(callee, ClassValue):
+            return {Instance(callee.cls)}
+        if isinstance(callee, External) and not callee.instance:
+            last = callee.dotted.rpartition(".")[2]
+            if callee.dotted.startswith("torch.nn.") and last in TORCH_CONTAINERS:
+                elements = frozenset(
+                    e
+                    for argument in call.args
+                    for value in self.evaluate(argument, path, env)
+                    for e in (value.elements if isinstance(value, Container) else (value,))
+                )
+                return {Container(elements, sequential=last == "Sequential")}
+            if callee.dotted.startswith("torch.nn.") and last[:1].isupper():
+                return {External(callee.dotted, instance=True)}
+            return UNKNOWN_VALUES
+        if isinstance(callee, FunctionValue):
+            function = self.files.function_summary(callee.key)
+            if function is None:
+                return UNKNOWN_VALUES
+            bound = self._bind(callee.key[0], callee.key[1], function.params, 0, call, path, env)
+            return {v for r in function.returns for v in self.evaluate(r, callee.key[0], bound)} or UNKNOWN_VALUES
+        if isinstance(callee, MethodValue):
+            found = self.classes.find_method(callee.cls, callee.name)
+            if found is None:
+                return UNKNOWN_VALUES
+            owner, method = found
+            qualname = f"{owner[1]}.{method.name}"
+            binding: dict[tuple[str, str, str], Values] = {}
+            offset = 0
+            if method.kind == "classmethod" and method.params:
+                binding[(owner[0], qualname, method.params[0])] = frozenset({ClassValue(callee.cls)})
+                offset = 1
+            elif method.kind != "staticmethod" and not callee.on_class and method.params:
+                binding.update(self.self_env(callee.cls))
+                offset = 1
+            binding.update(self._bind(owner[0], qualname, method.params, offset, call, path, env))
+            return self._returns(owner, method, binding) or UNKNOWN_VALUES
+        return UNKNOWN_VALUES
+
+    def _returns(self, owner: ClassKey, method: MethodSummary, env: Env) -> Values:
+        return frozenset(v for r in method.returns for v in self.evaluate(r, owner[0], env))
+
+    def _bind(
+        self, path: str, qualname: str, params: tuple[str, ...], offset: int, call: exprs.Call, at: str, env: Env
+    ) -> dict[tuple[str, str, str], Values]:
+        """Parameters of the function ``qualname`` of ``path`` bound to the arguments of ``call`` (made in ``at``);
+        a parameter this call does not pass a followable value for holds nothing."""
+        bound: dict[tuple[str, str, str], Values] = {(path, qualname, p): NOTHING for p in params[offset:]}
+        for index, argument in enumerate(call.args):
+            position = index + offset
+            if position < len(params) and not exprs.is_trivial(argument):
+                bound[(path, qualname, params[position])] = self.evaluate(argument, at, env)
+        for name, argument in call.keywords:
+            if name in params and not exprs.is_trivial(argument):
+                bound[(path, qualname, name)] = self.evaluate(argument, at, env)
+        return bound
+
+    # -- parameters ----------------------------------------------------------------------------------------------
+    def _param(self, path: str, function: str, name: str, index: int) -> Values:
+        """What parameter ``name`` of ``function`` (in ``path``) holds when nothing binds it: ``self`` and ``cls``
+        of a method, else what the function's callers pass."""
+        key = (path, function, name)
+        found = self._params.get(key)
+        if found is not None:
+            return found
+        self._params[key] = NOTHING  # recursion through a caller that forwards its own parameter
+        owner, _, method_name = function.rpartition(".")
+        summary = self.files.class_summary((path, owner)) if owner else None
+        method = summary.method(method_name) if summary is not None else None
+        result: Values
+        if method is not None and index == 0 and method.kind in ("method", "property", "classmethod"):
+            keys = [(path, owner), *self.classes.subclasses((path, owner))]
+            kind = ClassValue if method.kind == "classmethod" else Instance
+            result = frozenset(kind(k) for k in keys[:MAX_VALUES])
+        else:
+            result = _capped(self._passed(path, function, name, index, method))
+        self._params[key] = result
+        return result
+
+    def _passed(self, path: str, function: str, name: str, index: int, method: MethodSummary | None) -> Iterable[Value]:
+        owner, _, last = function.rpartition(".")
+        if method is not None and last == "__init__":
+            target: Value = ClassValue((path, owner))
+            spelled = owner.rpartition(".")[2]
+        elif method is not None:
+            target, spelled = MethodValue((path, owner), last), last
+        else:
+            target, spelled = FunctionValue((path, function)), last
+        found: set[Value] = set()
+        followed = 0
+        for call, at in self.callers(spelled):
+            if followed >= MAX_CALLERS:
+                break
+            offset = self._offset(self.evaluate(call.func, at), target, method)
+            if offset is None:
+                continue
+            followed += 1
+            argument: Expr | None = None
+            if index >= offset and index - offset < len(call.args):
+                argument = call.args[index - offset]
+            else:
+                argument = next((value for key, value in call.keywords if key == name), None)
+            if argument is not None and not exprs.is_trivial(argument):
+                found |= self.evaluate(argument, at)
+        return found
+
+    def _offset(self, callees: Values, target: Value, method: MethodSummary | None) -> int | None:
+        """How many leading parameters a call of one of ``callees`` fills before its arguments, if it calls
+        ``target``; None if it calls something else."""
+        for callee in callees:
+            if callee == target:
+                if isinstance(target, ClassValue):
+                    return 1
+                if isinstance(target, MethodValue) and method is not None and method.kind != "staticmethod":
+                    return 1
+                return 0
+            if isinstance(target, MethodValue) and isinstance(callee, MethodValue) and callee.name == target.name:
+                found = self.classes.find_method(callee.cls, callee.name)
+                if found is not None and found[0] == target.cls and method is not None:
+                    explicit_self = callee.on_class and method.kind == "method"
+                    return 0 if explicit_self or method.kind == "staticmethod" else 1
+            if isinstance(target, ClassValue) and isinstance(callee, ClassValue) and callee.cls != target.cls:
+                found = self.classes.find_method(callee.cls, "__init__")
+                if found is not None and found[0] == target.cls:
+                    return 1  # a subclass that inherits __init__
+        return None
+
+    def _attribute_names(self, cls: ClassKey) -> list[str]:
+        names: list[str] = []
+        for owner in self.classes.mro(cls)[0]:
+            summary = self.files.class_summary(owner)
+            for attr, _ in summary.attr_values if summary is not None else ():
+                if attr not in names:
+                    names.append(attr)
+        return names
+
+
+def _elements(value: Value) -> Iterable[Value]:
+    if isinstance(value, Container):
+        return value.elements
+    return UNKNOWN_VALUES
+
+
+def _capped(values: Iterable[Value]) -> Values:
+    found = frozenset(values)
+    if len(found) <= MAX_VALUES:
+        return found
+    return frozenset(sorted(found, key=repr)[:MAX_VALUES]) | UNKNOWN_VALUES
+
+
+def _calls_of(summary: object) -> Iterable[CallSite]:
+    from dynamo_lens.static.summary import FileSummary
+
+    assert isinstance(summary, FileSummary)
+    yield from summary.calls
+    for function in summary.functions:
+        yield from function.calls
+    for cls in summary.classes:
+        for method in cls.methods:
+            yield from method.calls

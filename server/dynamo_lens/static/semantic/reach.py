@@ -1,0 +1,267 @@
+"""What each compile site compiles, and which code that compiled code runs.
+
+A site's target (a lowered expression) is evaluated (``evaluate.py``) into its *entries*: the ``forward`` of each
+module instance it can be (``__call__`` for other objects), a method, a function, every module of an
+``nn.Sequential``. From each entry the walk follows what Dynamo traces: ``self.m()``, ``super().m()`` and property
+reads through the instance's MRO, and every recorded call whose callee evaluates to something of the workspace
+(``self.block(x)``, ``for layer in self.layers: layer(x)``, ``helper(self, x)``, ``model(x)`` on a module passed as
+an argument or read from a module-level name). Functions and methods decorated with ``torch.compiler.disable`` are
+not entered. The walk keeps, for every node it reaches, the hop it came from: :meth:`Reach.path` is the call path a
+finding shows ("compiled here → ``GPT.forward`` → ``Block.forward``").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Literal
+
+from dynamo_lens.static import exprs
+from dynamo_lens.static.semantic.classes import Hierarchy
+from dynamo_lens.static.semantic.evaluate import (
+    Container,
+    Evaluator,
+    FunctionValue,
+    Instance,
+    MethodValue,
+    Value,
+    Values,
+)
+from dynamo_lens.static.semantic.workspace import ClassKey, Files, FunctionKey
+from dynamo_lens.static.summary import CallSite, CompileSite, MethodSummary, Ref
+
+Node = tuple[Literal["method"], ClassKey, str] | tuple[Literal["function"], FunctionKey]
+"""A method as defined in a class (``("method", (path, "Block"), "forward")``) or a function."""
+_State = tuple[Literal["method"], ClassKey, str, ClassKey | None] | tuple[Literal["function"], FunctionKey]
+"""A node as the walk visits it: a method looked up on instances of a class (``after``: past that class of the MRO,
+for ``super()``), or a function."""
+_NO_SITES: tuple[CompileSite, ...] = ()
+MAX_PATH = 6
+
+
+class Reach:
+    def __init__(self, files: Files, classes: Hierarchy, evaluator: Evaluator) -> None:
+        self.files = files
+        self.classes = classes
+        self.evaluator = evaluator
+        self._method_sites: dict[tuple[ClassKey, str], set[CompileSite]] = {}
+        self._class_sites: dict[ClassKey, set[CompileSite]] = {}
+        self._function_sites: dict[FunctionKey, set[CompileSite]] = {}
+        self._bindings: dict[tuple[str, str, str], CompileSite] = {}
+        self._parents: dict[CompileSite, dict[Node, Node | None]] = {}
+        self._entries: dict[CompileSite, list[_State]] = {}
+        self._successors: dict[_State, list[_State]] = {}
+        self._link()
+
+    # -- queries -------------------------------------------------------------------------------------------------
+    def site_values(self, site: CompileSite) -> Values:
+        """What the site's target can be."""
+        return self.evaluator.evaluate(site.target, site.span.path)
+
+    def compiled_entries(self, site: CompileSite) -> list[Node]:
+        """Where compiled code starts: ``("method", class, name)`` (the method ``name`` of an instance of ``class``,
+        wherever its MRO defines it) or ``("function", key)``."""
+        return [("method", s[1], s[2]) if s[0] == "method" else s for s in self._entries.get(site, ())]
+
+    def entry_classes(self, site: CompileSite) -> list[ClassKey]:
+        """The classes whose instances the site compiles (or whose methods it compiles)."""
+        found: list[ClassKey] = []
+        for state in self._entries.get(site, ()):
+            if state[0] == "method" and state[1] not in found:
+                found.append(state[1])
+        return found
+
+    def sites_for_method(self, key: ClassKey, name: str) -> tuple[CompileSite, ...]:
+        """Compile sites whose compiled code runs the method ``name`` *as defined in* class ``key``."""
+        return _sorted(self._method_sites.get((key, name)))
+
+    def sites_for_class(self, key: ClassKey) -> tuple[CompileSite, ...]:
+        """Compile sites whose compiled code runs the ``forward`` of an instance of ``key``."""
+        return _sorted(self._class_sites.get(key))
+
+    def sites_for_function(self, key: FunctionKey) -> tuple[CompileSite, ...]:
+        return _sorted(self._function_sites.get(key))
+
+    def sites_for_scope(self, path: str, qualname: str) -> tuple[CompileSite, ...]:
+        """Compile sites reaching the function or method ``qualname`` of ``path`` (a nested function inherits the
+        sites of the function that defines it)."""
+        while qualname:
+            owner, _, name = qualname.rpartition(".")
+            if owner and self.files.class_summary((path, owner)) is not None:
+                return self.sites_for_method((path, owner), name)
+            sites = self.sites_for_function((path, qualname))
+            if sites or not owner:
+                return sites
+            qualname = owner
+        return _NO_SITES
+
+    def scope_node(self, path: str, qualname: str) -> Node | None:
+        """The node :meth:`sites_for_scope` looks up for ``qualname`` (the enclosing reached function or method)."""
+        while qualname:
+            owner, _, name = qualname.rpartition(".")
+            if owner and self.files.class_summary((path, owner)) is not None:
+                return ("method", (path, owner), name)
+            if self._function_sites.get((path, qualname)) or not owner:
+                return ("function", (path, qualname))
+            qualname = owner
+        return None
+
+    def path(self, site: CompileSite, node: Node) -> list[str]:
+        """The names of the functions and methods from the site's entry to ``node`` (at most :data:`MAX_PATH`
+        hops shown: the first ones and the last)."""
+        parents = self._parents.get(site, {})
+        if node not in parents:
+            return []
+        hops: list[str] = []
+        current: Node | None = node
+        while current is not None and len(hops) < 64:
+            hops.append(label(current))
+            current = parents.get(current)
+        hops.reverse()
+        if len(hops) > MAX_PATH:
+            hops = [*hops[: MAX_PATH - 2], "…", hops[-1]]
+        return hops
+
+    def compiled_binding(self, path: str, scope: str, name: str) -> CompileSite | None:
+        """The compile site if ``name`` (in function ``scope`` of ``path``, or at its module level, or imported
+        from another file's module level) is a compiled callable or the instance that was compiled."""
+        for key in ((path, scope, name), (path, "", name)):
+            site = self._bindings.get(key)
+            if site is not None:
+                return site
+        imported = self.files.imports(path).get(name)
+        if imported is None or not imported.dotted:
+            return None
+        module, _, symbol = imported.dotted.rpartition(".")
+        target = self.files.resolve(path, Ref(module, imported.level)) if module or imported.level else None
+        if target is not None and target.kind == "module":
+            return self._bindings.get((target.path, "", symbol))
+        return None
+
+    def snapshot(self) -> object:
+        """Equal for two links whose sites reach the same code (the editor's links compare them)."""
+        return (
+            tuple(self.files.compile_sites()),
+            self._method_sites,
+            self._class_sites,
+            self._function_sites,
+            self._bindings,
+        )
+
+    # -- the walk ------------------------------------------------------------------------------------------------
+    def _link(self) -> None:
+        for site in self.files.compile_sites():
+            path = site.span.path
+            for name in site.names:
+                self._bindings.setdefault((path, site.scope, name), site)
+            for name in site.module_names:
+                self._bindings.setdefault((path, "", name), site)
+            entries = self._entries[site] = list(dict.fromkeys(self._entry_states(self.site_values(site))))
+            parents: dict[Node, Node | None] = {}
+            self._parents[site] = parents
+            pending: list[tuple[_State, Node | None]] = [(state, None) for state in entries]
+            seen: set[_State] = set()
+            while pending:
+                state, parent = pending.pop(0)
+                if state in seen:
+                    continue
+                seen.add(state)
+                node = self._visit(state)
+                if node is None:
+                    continue
+                parents.setdefault(node, parent)
+                if node[0] == "method":
+                    self._method_sites.setdefault((node[1], node[2]), set()).add(site)
+                    if state[0] == "method" and state[2] == "forward":
+                        self._class_sites.setdefault(state[1], set()).add(site)
+                else:
+                    self._function_sites.setdefault(node[1], set()).add(site)
+                pending.extend((successor, node) for successor in self._successors_of(state))
+
+    def _entry_states(self, values: Iterable[Value]) -> Iterator[_State]:
+        for value in values:
+            if isinstance(value, Instance):
+                yield ("method", value.cls, self._call_method(value.cls), None)
+            elif isinstance(value, MethodValue):
+                yield ("method", value.cls, value.name, None)
+            elif isinstance(value, FunctionValue):
+                yield ("function", value.key)
+            elif isinstance(value, Container) and value.sequential:
+                yield from self._entry_states(value.elements)
+
+    def _call_method(self, cls: ClassKey) -> str:
+        return "forward" if self.classes.is_module_class(cls) else "__call__"
+
+    def _visit(self, state: _State) -> Node | None:
+        """The node ``state`` runs, or None when Dynamo does not trace it (unknown, or ``compiler.disable``d)."""
+        if state[0] == "function":
+            function = self.files.function_summary(state[1])
+            return None if function is None or function.disabled else ("function", state[1])
+        found = self.classes.find_method(state[1], state[2], state[3])
+        if found is None or found[1].disabled:
+            return None
+        return ("method", found[0], state[2])
+
+    def _successors_of(self, state: _State) -> list[_State]:
+        known = self._successors.get(state)
+        if known is None:
+            known = self._successors[state] = list(dict.fromkeys(self._compute_successors(state)))
+        return known
+
+    def _compute_successors(self, state: _State) -> Iterator[_State]:
+        if state[0] == "function":
+            function = self.files.function_summary(state[1])
+            if function is not None:
+                yield from self._called(function.calls, state[1][0], None)
+            return
+        cls = state[1]
+        found = self.classes.find_method(cls, state[2], state[3])
+        if found is None:
+            return
+        owner, method = found
+        yield from self._self_calls(cls, owner, method)
+        yield from self._called(method.calls, owner[0], cls)
+
+    def _self_calls(self, cls: ClassKey, owner: ClassKey, method: MethodSummary) -> Iterator[_State]:
+        """``self.m()``, ``super().m()`` and property reads of ``method`` (defined in ``owner``) on a ``cls``."""
+        for event in method.events:
+            if event.kind == "call" and event.detail == "super":
+                yield ("method", cls, event.attr, owner)
+            elif event.kind in ("call", "read"):
+                target = self.classes.find_method(cls, event.attr)
+                if target is not None and (event.kind == "call" or target[1].kind == "property"):
+                    yield ("method", cls, event.attr, None)
+
+    def _called(self, calls: Iterable[CallSite], path: str, cls: ClassKey | None) -> Iterator[_State]:
+        env = self.evaluator.self_env(cls) if cls is not None else None
+        for call in calls:
+            func = call.func
+            if (
+                cls is not None
+                and isinstance(func, exprs.Attr)
+                and isinstance(func.value, exprs.Param)
+                and func.value.index == 0
+                and self.classes.find_method(cls, func.attr) is not None
+            ):
+                continue  # self.m(): a state event, followed in order by _self_calls
+            for value in self.evaluator.evaluate(call.func, path, env):
+                if isinstance(value, Instance):
+                    yield ("method", value.cls, self._call_method(value.cls), None)
+                elif isinstance(value, MethodValue):
+                    yield ("method", value.cls, value.name, None)
+                elif isinstance(value, FunctionValue):
+                    yield ("function", value.key)
+                elif isinstance(value, Container) and value.sequential:
+                    yield from self._entry_states(value.elements)
+
+
+def label(node: Node) -> str:
+    """``Block.forward`` or ``helper``, for messages."""
+    if node[0] == "method":
+        return f"{node[1][1]}.{node[2]}"
+    return node[1][1]
+
+
+def _sorted(sites: Iterable[CompileSite] | None) -> tuple[CompileSite, ...]:
+    if not sites:
+        return _NO_SITES
+    return tuple(sorted(sites, key=lambda s: (s.span.path, s.span.line, s.span.column)))
