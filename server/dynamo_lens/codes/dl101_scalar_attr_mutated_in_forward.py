@@ -141,7 +141,7 @@ def _finding(
     operator = AUG_OPERATORS.get(event.detail, "=") if event.kind == "aug" else "="
     what = f"`{name} {operator} {event.text or '…'}`"
     place = f"`{change.method}`" + (f" (called from `{flow.entry}`)" if change.method != flow.entry else "")
-    unbounded = any(a.event.kind == "aug" or a.event.detail in ("concat", "self", "") for a in changes)
+    unbounded = any(a.event.kind == "aug" or a.event.detail in ("concat", "self") for a in changes)
     severity: Severity | None = None
     module = index.is_module_class(flow.cls)
     if kind == "int" and unbounded and not module:
@@ -156,9 +156,15 @@ def _finding(
             f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) at the read, so each new value recompiles "
             f"({dynamic}); after recompile_limit (8) the frame runs eagerly"
         )
-    elif kind in ("int", "str"):
+    elif kind in ("int", "str") and all(a.event.detail == "const" for a in changes):
         severity = Severity.INFO
         cost = f"Dynamo guards `{name} == <value>` (EQUALS_MATCH); the value changes once: one extra compile"
+    elif kind in ("int", "str"):
+        severity = Severity.INFO
+        cost = (
+            f"Dynamo guards `{name} == <value>` (EQUALS_MATCH), so each distinct value it takes compiles once more "
+            "(one extra compile while the value it is set to stays the same)"
+        )
     elif kind == "float":
         severity = Severity.INFO
         cost = (

@@ -67,6 +67,7 @@ from dynamo_lens.static.semantic.state_flow import (
     ClassFlow,
     init_related,
     judge_attrs,
+    method_summary,
     read_related,
     sites_of,
 )
@@ -117,8 +118,18 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
         bounded = event.detail == "setitem" and event.text != "" and event.text in init_keys
         if bounded:
             continue  # the key exists from the start: the dict's structure never changes
-        bounded = event.detail == "setitem" and event.text != ""
+        # a constant key is added once; a computed key of a cache (the flow looks its keys up) once per distinct key
+        bounded = event.detail == "setitem" and (event.text != "" or _looked_up(index, flow, attr.attr))
         yield _finding(index, flow, attr, kind, access, bounded)
+
+
+def _looked_up(index: WorkspaceIndex, flow: ClassFlow, name: str) -> bool:
+    """The traced call looks keys up in ``self.<name>`` (``key in self.cache``): the container is a cache."""
+    for owner, method_name in flow.methods:
+        method = method_summary(index, owner, method_name)
+        if method is not None and name in method.lookups:
+            return True
+    return False
 
 
 def _grows(access: Access, kind: str) -> bool:
@@ -159,11 +170,17 @@ def _finding(
             "recompiles; after recompile_limit (8) the frame runs eagerly"
         )
         bounded = False
-    elif bounded:
+    elif bounded and event.text:
         action = f"adds the key {event.text} to `{name}`"
         cost = (
             f"Dynamo guards {_GUARD[kind]}, which changes once: one extra compile; create the key in `__init__` "
             "to avoid it"
+        )
+    elif bounded:
+        action = f"stores a computed key in `{name}`"
+        cost = (
+            f"Dynamo guards {_GUARD[kind]}, so each new key compiles once more (one extra compile for a cache whose "
+            "key stays the same, one per distinct key otherwise)"
         )
     else:
         shrinks = any(a.event.detail in SHRINKING_METHODS for a in attr.accesses if a.event.kind == "mutate")

@@ -99,7 +99,8 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         helper = getattr(function.node, "name", "") if function is not None else ""
         if loops:
             bound = _bound_in(loops[-1])
-            compiled = call.args[0] if call.args else None
+            compiled = call.func.value if site.form == "method" and isinstance(call.func, ast.Attribute) else None
+            compiled = call.args[0] if call.args else compiled
             if compiled is not None and names_in(compiled) & bound:
                 continue  # a different model per iteration: each one needs its own wrapper
             where = "on every iteration of this loop"

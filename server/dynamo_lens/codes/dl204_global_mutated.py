@@ -78,7 +78,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dynamo_lens.codes import Check
+from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.bodies import (
@@ -88,11 +88,11 @@ from dynamo_lens.static.semantic.bodies import (
     judge,
     rebinding_places,
 )
+from dynamo_lens.static.semantic.evaluate import FunctionValue
 from dynamo_lens.static.semantic.values import ValueKind, merge_kinds, range_loop_names, value_kind
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
-from dynamo_lens.codes import Rule
 
 RULE = Rule(
     code="DL204",
@@ -124,6 +124,9 @@ class Binding:
     rebinds: bool
     """Runs again after the first definition: in a loop, an augmented assignment, or in a function (``global``)."""
     lookup: Callable[[str], ValueKind]
+    setter: str = ""
+    """The function (qualified name) that assigns a new value through ``global`` without reading the old one: it
+    changes the value only if it is called again and again (``set_offset(epoch)`` in a loop)."""
 
     def kind(self, ctx: FileContext) -> ValueKind:
         return self.fixed_kind if self.value is None else value_kind(self.value, ctx.resolve, self.lookup)
@@ -321,8 +324,18 @@ def _global_bindings(body: FunctionBody) -> Iterator[Binding]:
     for node in body.statements:
         if isinstance(node, BINDING_STATEMENTS):
             for binding in _targets(node, _unknown, in_loop=True):
-                if _name_of(binding.target) in declared:
+                name = _name_of(binding.target)
+                if name in declared:
+                    counter = isinstance(node, ast.AugAssign) or (
+                        binding.value is not None and _mentions_name(binding.value, name)
+                    )
+                    if not counter:
+                        binding.setter = body.qualname
                     yield binding
+
+
+def _mentions_name(expr: ast.AST, name: str) -> bool:
+    return any(isinstance(node, ast.Name) and node.id == name for node in ast.walk(expr))
 
 
 def _targets(node: ast.AST, lookup: Callable[[str], ValueKind], in_loop: bool) -> Iterator[Binding]:
@@ -405,16 +418,35 @@ def _candidate(
         message=message,
         severity=severity,
         related=related,
-        data=(("name", shown), ("kind", kind), ("global", owner)),
+        data=(("name", shown), ("kind", kind), ("global", owner), ("setters", _setters(rebinds))),
     )
 
 
+def _setters(rebinds: list[Binding]) -> str:
+    """The setter functions, comma-separated, when every rebinding is done by one (else ``""``)."""
+    if not rebinds or any(not b.setter for b in rebinds):
+        return ""
+    return ",".join(sorted({b.setter for b in rebinds}))
+
+
 def judge_global(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
-    """As every check inside compiled code, except that state set on a compiled module or function belongs to DL111."""
+    """As every check inside compiled code, except that state set on a compiled module or function belongs to DL111,
+    and a global changed only by setter functions matters only where a setter is called in a loop."""
     data = dict(candidate.data)
     if data["name"] != data["global"] and index.compiled_binding(candidate.span.path, "", data["global"]):
         return
+    setters = [s for s in data.get("setters", "").split(",") if s]
+    if setters and not any(_called_in_loop(index, candidate.span.path, setter) for setter in setters):
+        return  # set once (at start-up, say): whether after compiled code ran cannot be told
     yield from judge(candidate, index)
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge_global, judged_locally=True)
+def _called_in_loop(index: WorkspaceIndex, path: str, qualname: str) -> bool:
+    target = FunctionValue((path, qualname))
+    for call, at in index.evaluator.callers(qualname.rpartition(".")[2]):
+        if call.in_loop and target in index.evaluator.evaluate(call.func, at):
+            return True
+    return False
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge_global)

@@ -113,6 +113,11 @@ BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr"}) | IMPORTA
 ATTRIBUTES = LOGGER_METHODS | {"item", "tolist"} | IMPORTABLE
 
 
+DIAGNOSTICS = (PRINT, LOGGER, LOGGING, SKIPPED)
+"""Breaks by code that reports rather than computes (printing, logging, warnings): usually on a rare path, so
+reported only where they run on every compiled call."""
+
+
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     loggers: frozenset[str] | None = None
     for body in function_bodies(ctx):
@@ -244,6 +249,8 @@ def _candidate(ctx: FileContext, body: FunctionBody, call: ast.Call, found: Grap
         message=message,
         severity=RULE.default_severity,
         data=(("gb_id", found.gb_id), ("call", text), ("in_loop", str(in_loop).lower())),
+        only_if_taken=found in DIAGNOSTICS,
+        guarded=id(call) in body.guarded,
     )
 
 

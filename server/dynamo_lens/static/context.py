@@ -20,6 +20,7 @@ from dynamo_lens.static.summary import LOCAL, CompileSite, ModuleBinding, Ref
 TORCH_COMPILE = "torch.compile"
 DYNAMO_OPTIMIZE = ("torch._dynamo.optimize", "torch._dynamo.eval_frame.optimize")
 PARTIAL = "functools.partial"
+IS_COMPILING = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling"})
 DISABLE_DECORATORS = frozenset(
     {"torch.compiler.disable", "torch._dynamo.disable", "torch._dynamo.eval_frame.disable", "torch.jit.ignore"}
 )
@@ -74,6 +75,12 @@ class NodeAt:
     path: tuple[int, ...] = ()
     """Those bodies, outermost first, as ids unique within the function (``()`` at module and class level): a
     statement whose path is a prefix of another's runs whenever the other does (early exits aside)."""
+    guarded: bool = False
+    """Inside a body of its function that runs only under a condition (an ``if`` arm, ``except``, ``case``), not
+    whenever the function runs (loop bodies, ``try`` and ``finally`` bodies count as running)."""
+    eager_only: bool = False
+    """Never traced by Dynamo: under ``if not torch.compiler.is_compiling():``, or after an ``if
+    torch.compiler.is_compiling(): return`` in the same body."""
 
 
 @dataclass(slots=True, eq=False)

@@ -70,6 +70,8 @@ class StateEvent:
     """For ``write``: the callable called by the value (``nn.Linear`` in ``self.sub = nn.Linear(4, 4)``)."""
     statement: Span | None = None
     """For ``aug``: the whole statement (fixes rewrite it)."""
+    guarded: bool = False
+    """Runs only under a condition of its method (``NodeAt.guarded``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +95,14 @@ class CallSite:
     name: str
     """The last name of the callee as written (``helper`` in ``utils.helper(x)``), ``""`` for none
     (``layers[0](x)``): links find the callers of a function by it before evaluating anything."""
+    guarded: bool = False
+    """Made only under a condition of its function (``NodeAt.guarded``)."""
+    in_loop: bool = False
+    """Made in a ``for``/``while`` body of its function (or of the module)."""
 
 
-MethodKind = Literal["method", "property", "staticmethod", "classmethod"]
+MethodKind = Literal["method", "property", "setter", "staticmethod", "classmethod"]
+"""``setter``: a property's setter or deleter (``@x.setter``), which runs only when the property is assigned."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +121,8 @@ class MethodSummary:
     """What its ``return`` statements return (only what can matter: see ``exprs.is_trivial``)."""
     builds: tuple[CallRef, ...] = ()
     """Calls of capitalised names (``nn.Linear(4, 4)``, ``Block(cfg)``): classes it may instantiate."""
+    lookups: frozenset[str] = frozenset()
+    """Attributes of ``self`` whose keys it looks up (``key in self.cache``, ``self.cache.get(key)``): caches."""
 
 
 @dataclass(frozen=True, slots=True)

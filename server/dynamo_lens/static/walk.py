@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from dynamo_lens.model import Span
 from dynamo_lens.static import exprs
-from dynamo_lens.static.context import DISABLE_DECORATORS, PARTIAL, FileContext, NodeAt, Scope
+from dynamo_lens.static.context import DISABLE_DECORATORS, IS_COMPILING, PARTIAL, FileContext, NodeAt, Scope
 from dynamo_lens.static.exprs import Expr, constant_kind
 from dynamo_lens.static.semantic import lowering as lowering_limits
 from dynamo_lens.static.semantic.lowering import Lowering
@@ -109,6 +109,8 @@ class _Event:
     statement: ast.AST | None = None
     value: ast.AST | None = None
     """For ``write``: the assigned value (lowered into ``ClassSummary.attr_values``)."""
+    guarded: bool = False
+    eager_only: bool = False
 
 
 @dataclass(slots=True)
@@ -125,6 +127,8 @@ class _FunctionBuilder:
     bodies: int = 0
     read_since_change: set[str] = field(default_factory=set)
     """Attributes already read since their last change: a repeated read adds nothing to the flow analysis."""
+    lookups: set[str] = field(default_factory=set)
+    """Attributes whose keys it looks up (``key in self.cache``, ``self.cache.get(key)``)."""
 
 
 @dataclass(slots=True)
@@ -236,6 +240,10 @@ class Walker:
         """The method or function whose body is being walked (None in nested lambdas and at class/module level)."""
         self.path: tuple[int, ...] = ()
         """The bodies of ``function`` that enclose the current point (``NodeAt.path``)."""
+        self.guarded = False
+        """Inside a body of ``function`` that runs only under a condition (``NodeAt.guarded``)."""
+        self.eager_only = False
+        """Inside code Dynamo never traces (``NodeAt.eager_only``)."""
         self.cls: _ClassBuilder | None = None
         self.blocks: list[BlockWalk] = []
         self.replayed = 0
@@ -312,7 +320,7 @@ class Walker:
             bucket = self.block.nodes.get(kind)
             if bucket is None:
                 bucket = self.block.nodes[kind] = []
-            at = NodeAt(node, self.scope, self.loop_depth, self.branch_depth, self.path)
+            at = NodeAt(node, self.scope, self.loop_depth, self.branch_depth, self.path, self.guarded, self.eager_only)
             bucket.append(at)
             if kind in _BINDINGS:
                 self._index_targets(node, at)
@@ -423,8 +431,14 @@ class Walker:
             params.append(args.vararg.arg)
         if args.kwarg:
             params.append(args.kwarg.arg)
-        scope = Scope("function", self._define(node.name), node, parent, frozenset(params))
-        kind: MethodKind = "method"
+        setter = parent.kind == "class" and any(
+            isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in node.decorator_list
+        )
+        # A property's setter shares the getter's name; its own qualified name keeps it apart (it runs on
+        # assignment, never when compiled code reads the property).
+        qualname = f"{parent.qualname}.{node.name}.setter" if setter else self._define(node.name)
+        scope = Scope("function", qualname, node, parent, frozenset(params))
+        kind: MethodKind = "setter" if setter else "method"
         disabled = False
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
@@ -439,6 +453,8 @@ class Walker:
                 kind = "classmethod"
             elif dotted in DISABLE_DECORATORS:
                 disabled = True
+        if setter:
+            kind = "setter"
         in_class = parent.kind == "class" and self.cls is not None
         positional = [*args.posonlyargs, *args.args]
         self_name = positional[0].arg if in_class and kind != "staticmethod" and positional else None
@@ -449,10 +465,11 @@ class Walker:
             self.cls.methods.append(builder)
         else:
             self.block.functions.append(builder)
-        saved = (self.scope, self.function, self.loop_depth, self.branch_depth, self.path)
+        saved = (self.scope, self.function, self.loop_depth, self.branch_depth, self.path, self.guarded)
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path = scope, builder, 0, 0, ()
-        self.visit_all(node.body)
-        self.scope, self.function, self.loop_depth, self.branch_depth, self.path = saved
+        self.guarded = False
+        self._statements(node.body)
+        self.scope, self.function, self.loop_depth, self.branch_depth, self.path, self.guarded = saved
 
     def _lambda(self, node: ast.Lambda) -> None:
         saved = self.function
@@ -461,47 +478,74 @@ class Walker:
         self.function = saved
 
     # -- control flow --------------------------------------------------------------------------------------------
-    def _branch(self, bodies: list[list[ast.stmt]], loop: bool = False) -> None:
-        """Walk alternative bodies (``if``/``else``, a loop body, ``try`` clauses): each may run or not."""
+    def _branch(self, bodies: list[list[ast.stmt]], loop: bool = False, guarded: bool = True) -> None:
+        """Walk alternative bodies (``if``/``else``, a loop body, ``try`` clauses): each may run or not.
+        ``guarded``: whether they run only when some condition holds (``if``, ``except``, ``case``), as opposed to
+        whenever their statement runs (loop bodies, the ``try`` body, ``finally``)."""
+        self._bodies([(body, guarded, self.eager_only) for body in bodies], loop)
+
+    def _bodies(self, bodies: list[tuple[list[ast.stmt], bool, bool]], loop: bool = False) -> None:
+        """:meth:`_branch` with, per body, whether it is guarded and whether only eager code runs it."""
         function = self.function
+        saved = (self.guarded, self.eager_only)
         self.branch_depth += 1
         self.loop_depth += loop
-        for body in bodies:
+        for body, guarded, eager_only in bodies:
             if function is not None:
                 function.bodies += 1
                 function.path.append(function.bodies)
                 function.read_since_change.clear()  # a read in this body may be the first on its path
                 self.path = tuple(function.path)
-            self.visit_all(body)
+            self.guarded = saved[0] or guarded
+            self.eager_only = saved[1] or eager_only
+            self._statements(body)
             if function is not None:
                 function.path.pop()
                 function.read_since_change.clear()
                 self.path = tuple(function.path)
+        self.guarded, self.eager_only = saved
         self.loop_depth -= loop
         self.branch_depth -= 1
 
+    def _statements(self, statements: list[ast.stmt]) -> None:
+        """Walk a body in order; after ``if torch.compiler.is_compiling(): return ...`` only eager code runs on."""
+        saved = self.eager_only
+        for statement in statements:
+            self.visit(statement)
+            if isinstance(statement, ast.If) and compiling_test(statement.test, self.ctx) is True:
+                last = statement.body[-1] if statement.body else None
+                if isinstance(last, ast.Return | ast.Raise | ast.Continue | ast.Break):
+                    self.eager_only = True
+        self.eager_only = saved
+
     def _if(self, node: ast.If) -> None:
         self.visit(node.test)
-        self._branch([node.body, node.orelse])
+        compiling = compiling_test(node.test, self.ctx)
+        if compiling is None:
+            self._branch([node.body, node.orelse])
+        else:  # Dynamo folds `is_compiling()` to True: one arm is all compiled code runs, the other eager only
+            eager = self.eager_only
+            self._bodies([(node.body, eager, eager or not compiling), (node.orelse, eager, eager or compiling)])
 
     def _for(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)
         self.visit(node.target)
-        self._branch([node.body], loop=True)
+        self._branch([node.body], loop=True, guarded=False)
         self._branch([node.orelse])
 
     def _while(self, node: ast.While) -> None:
         self.visit(node.test)
-        self._branch([node.body], loop=True)
+        self._branch([node.body], loop=True, guarded=False)
         self._branch([node.orelse])
 
     def _try(self, node: ast.Try) -> None:
-        self._branch([node.body])
+        self._branch([node.body], guarded=False)
         for handler in node.handlers:
             if handler.type is not None:
                 self.visit(handler.type)
             self._branch([handler.body])
-        self._branch([node.orelse, node.finalbody])
+        self._branch([node.orelse])
+        self._branch([node.finalbody], guarded=False)
 
     def _match(self, node: ast.Match) -> None:
         self.visit(node.subject)
@@ -535,8 +579,18 @@ class Walker:
         elif kind != "call":
             function.read_since_change.discard(attr)
         event = _Event(kind, attr, node, tuple(function.path), **extra)  # type: ignore[arg-type]
+        event.guarded, event.eager_only = self.guarded, self.eager_only
         function.events.append(event)
         return event
+
+    def _compare(self, node: ast.Compare) -> None:
+        function = self.function
+        if function is not None and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+            for operand in node.comparators:
+                attr = self._self_attr(operand)
+                if attr is not None:
+                    function.lookups.add(attr)
+        self.generic(node)
 
     def _attribute(self, node: ast.Attribute) -> None:
         attr = self._self_attr(node)
@@ -582,6 +636,8 @@ class Walker:
                 elif name.endswith("_") and not name.startswith("_"):
                     self._event("inplace", owner, node, detail=name)
                 else:
+                    if name in ("get", "setdefault", "__contains__") and self.function is not None:
+                        self.function.lookups.add(owner)
                     self._event("read", owner, func.value)
                 return True
             if (
@@ -763,7 +819,7 @@ class Walker:
                 ref = self.ctx.ref(call.func, at.scope) if name[:1].isupper() else None
                 if ref is not None:
                     builds.setdefault(id(at.scope.function.node), []).append(CallRef(ref, self.ctx.span(call)))
-            func = lowering.call_site_func(call, at)
+            func = lowering.call_site_func(call, at) if not at.eager_only else None
             if func is not None:
                 key = id(at.scope.function.node) if at.scope.function is not None else 0
                 calls.setdefault(key, []).append(self._call_site(lowering, call, at, func))
@@ -771,7 +827,7 @@ class Walker:
         for at in block.nodes.get(ast.Return, ()):
             value = at.node.value  # type: ignore[attr-defined]
             function = at.scope.function
-            if value is not None and function is not None:
+            if value is not None and function is not None and not at.eager_only:
                 lowered = lowering.value(value, at)
                 if not exprs.is_trivial(lowered):
                     returns.setdefault(id(function.node), []).append(lowered)
@@ -792,12 +848,16 @@ class Walker:
     def _call_site(self, lowering: Lowering, call: ast.Call, at: NodeAt, func: Expr) -> CallSite:
         callee = call.func
         name = callee.attr if isinstance(callee, ast.Attribute) else callee.id if isinstance(callee, ast.Name) else ""
+        if isinstance(func, exprs.Named):
+            name = func.ref.last  # `step = torch.compile(decode)`: a call of `step` calls `decode`
         return CallSite(
             func=func,
             args=tuple(lowering.argument(a, at) for a in call.args[: lowering_limits.MAX_OPTIONS]),
             keywords=tuple((k.arg, lowering.argument(k.value, at)) for k in call.keywords if k.arg is not None),
             span=self.ctx.span(call),
             name=name,
+            guarded=at.guarded,
+            in_loop=at.loop_depth > 0,
         )
 
     def _module_bindings(self, block: BlockWalk) -> tuple[ModuleBinding, ...]:
@@ -846,11 +906,12 @@ class Walker:
                 span=self._name_span(m.node),
                 kind=m.kind,
                 disabled=m.disabled,
-                events=tuple(self._freeze_event(e, m.scope) for e in m.events),
+                events=tuple(self._freeze_event(e, m.scope) for e in m.events if not e.eager_only),
                 calls=tuple(calls.get(id(m.node), ())),
                 params=_positional(m.node),
                 returns=tuple(returns.get(id(m.node), ())),
                 builds=tuple(builds.get(id(m.node), ())),
+                lookups=frozenset(m.lookups),
             )
             for m in builder.methods
         )
@@ -890,6 +951,7 @@ class Walker:
             text=e.text,
             ctor=ctx.ref(e.ctor, scope) if e.ctor is not None else None,
             statement=ctx.span(e.statement) if e.statement is not None else None,
+            guarded=e.guarded,
         )
 
     def _freeze_init(self, a: _InitAttr, class_scope: Scope) -> AttrInit:
@@ -944,6 +1006,7 @@ _HANDLERS: dict[type[ast.AST], Callable[[Walker, Any], None]] = {
     ast.Match: Walker._match,
     ast.Call: Walker._call,
     ast.Attribute: Walker._attribute,
+    ast.Compare: Walker._compare,
 }
 """Node types the walk handles itself (a class-level table: no bound methods, so no reference cycle keeps a
 walked tree alive after ``summarize`` returns)."""
@@ -953,6 +1016,19 @@ if sys.version_info >= (3, 11):
 
 def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
     return tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
+
+
+def compiling_test(test: ast.expr, ctx: FileContext) -> bool | None:
+    """True for ``torch.compiler.is_compiling()`` (or ``torch._dynamo.is_compiling()``), False for its negation,
+    None for any other test."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    if negated:
+        test = test.operand  # type: ignore[attr-defined]
+    func = test.func if isinstance(test, ast.Call) else None
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if func is not None and last == "is_compiling" and ctx.resolve(func) in IS_COMPILING:
+        return not negated
+    return None
 
 
 # -- value classification --------------------------------------------------------------------------------------

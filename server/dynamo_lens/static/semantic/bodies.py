@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dynamo_lens.codes import get_rule
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext, NodeAt
-from dynamo_lens.static.semantic.values import IS_COMPILING, TensorInference
+from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.static.summary import Candidate
 
 if TYPE_CHECKING:
@@ -48,6 +48,12 @@ class InsideCompiledCandidate(Candidate):
     severity: Severity
     related: tuple[Related, ...] = ()
     data: tuple[tuple[str, str], ...] = ()
+    only_if_taken: bool = False
+    """A hazard that matters only where its code really runs (a warning logged on a rare path): reported as a hint
+    unless its statement runs whenever its function does (not ``guarded``) and compiled code runs the function on
+    every call."""
+    guarded: bool = False
+    """Its statement runs only under a condition of its function."""
 
 
 @dataclass(slots=True, eq=False)
@@ -64,6 +70,8 @@ class FunctionBody:
     statements: list[ast.stmt] = field(default_factory=list)
     calls: list[ast.Call] = field(default_factory=list)
     in_loop: set[int] = field(default_factory=set)
+    guarded: set[int] = field(default_factory=set)
+    """``id`` of the statements and calls that run only under a condition of this function (``NodeAt.guarded``)."""
     """``id`` of the statements and calls that sit in a ``for``/``while`` body of this function."""
     _lines: Sequence[str] = field(default_factory=list, repr=False)
     _locals: set[str] | None = field(default=None, repr=False)
@@ -236,7 +244,7 @@ def _block_bodies(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]])
         for at in found:
             function = at.scope.function
             body = bodies.get(id(function.node)) if function is not None else None
-            if body is None:
+            if body is None or at.eager_only:
                 continue
             if kind is ast.Call:
                 body.calls.append(at.node)  # type: ignore[arg-type]
@@ -244,40 +252,12 @@ def _block_bodies(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]])
                 body.statements.append(at.node)  # type: ignore[arg-type]
             if at.loop_depth:
                 body.in_loop.add(id(at.node))
+            if at.guarded:
+                body.guarded.add(id(at.node))
     result = list(bodies.values())
     for body in result:
         body.statements.sort(key=lambda s: (s.lineno, s.col_offset))
-        _drop_eager_only(body, ctx)
     return result
-
-
-def _drop_eager_only(body: FunctionBody, ctx: FileContext) -> None:
-    ranges: list[tuple[int, int]] = []
-    for statement in body.statements:
-        if isinstance(statement, ast.If):
-            branch = _eager_only_branch(statement, ctx)
-            if branch:
-                ranges.append((branch[0].lineno, branch[-1].end_lineno or branch[-1].lineno))
-    if not ranges:
-        return
-
-    def traced(node: ast.stmt | ast.Call) -> bool:
-        return not any(start <= node.lineno <= end for start, end in ranges)
-
-    body.statements = [s for s in body.statements if traced(s)]
-    body.calls = [c for c in body.calls if traced(c)]
-
-
-def _eager_only_branch(node: ast.If, ctx: FileContext) -> list[ast.stmt] | None:
-    test = node.test
-    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-    if isinstance(test, ast.UnaryOp) and negated:
-        test = test.operand
-    func = test.func if isinstance(test, ast.Call) else None
-    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    if func is not None and last == "is_compiling" and ctx.resolve(func) in IS_COMPILING:
-        return node.body if negated else node.orelse
-    return None
 
 
 MAX_REBINDINGS = 3
@@ -299,12 +279,18 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
     sites = index.sites_for_scope(path, candidate.function)
     if not sites and not _in_module_forward(index, path, candidate.function):
         return
+    severity = candidate.severity
+    if candidate.only_if_taken:
+        node = index.reach.scope_node(path, candidate.function)
+        always = node is not None and any(index.reach.always_runs(site, node) for site in sites)
+        if candidate.guarded or not always:
+            severity = Severity.HINT  # it may never run when compiled: we cannot tell
     yield index.finding(
         rule,
         candidate.span,
         candidate.message,
         sites,
-        severity=candidate.severity,
+        severity=severity,
         related=candidate.related,
         data=dict(candidate.data),
     )

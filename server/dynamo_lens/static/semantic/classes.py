@@ -97,7 +97,9 @@ class Hierarchy:
         table = self._methods.get(key)
         if table is None:
             summary = self.files.class_summary(key)
-            table = self._methods[key] = {} if summary is None else {m.name: m for m in reversed(summary.methods)}
+            table = self._methods[key] = (
+                {} if summary is None else {m.name: m for m in reversed(summary.methods) if m.kind != "setter"}
+            )
         return table
 
     def init_attr(self, key: ClassKey, name: str) -> tuple[ClassKey, AttrInit] | None:

@@ -49,7 +49,8 @@ class Reach:
         self._bindings: dict[tuple[str, str, str], CompileSite] = {}
         self._parents: dict[CompileSite, dict[Node, Node | None]] = {}
         self._entries: dict[CompileSite, list[_State]] = {}
-        self._successors: dict[_State, list[_State]] = {}
+        self._successors: dict[_State, list[tuple[_State, bool]]] = {}
+        self._always: dict[CompileSite, set[Node]] = {}
         self._link()
 
     # -- queries -------------------------------------------------------------------------------------------------
@@ -84,6 +85,8 @@ class Reach:
     def sites_for_scope(self, path: str, qualname: str) -> tuple[CompileSite, ...]:
         """Compile sites reaching the function or method ``qualname`` of ``path`` (a nested function inherits the
         sites of the function that defines it)."""
+        if qualname.endswith(".setter"):
+            return _NO_SITES  # a property setter: runs when the property is assigned, which compiled code does not
         while qualname:
             owner, _, name = qualname.rpartition(".")
             if owner and self.files.class_summary((path, owner)) is not None:
@@ -104,6 +107,11 @@ class Reach:
                 return ("function", (path, qualname))
             qualname = owner
         return None
+
+    def always_runs(self, site: CompileSite, node: Node) -> bool:
+        """The site's compiled code runs ``node`` on every call: no call on the way is made only under a condition
+        (an ``if`` arm, an ``except`` handler)."""
+        return node in self._always.get(site, ())
 
     def path(self, site: CompileSite, node: Node) -> list[str]:
         """The names of the functions and methods from the site's entry to ``node`` (at most :data:`MAX_PATH`
@@ -145,6 +153,7 @@ class Reach:
             self._class_sites,
             self._function_sites,
             self._bindings,
+            self._always,
         )
 
     # -- the walk ------------------------------------------------------------------------------------------------
@@ -158,24 +167,29 @@ class Reach:
             entries = self._entries[site] = list(dict.fromkeys(self._entry_states(self.site_values(site))))
             parents: dict[Node, Node | None] = {}
             self._parents[site] = parents
-            pending: list[tuple[_State, Node | None]] = [(state, None) for state in entries]
-            seen: set[_State] = set()
+            always = self._always[site] = set()
+            pending: list[tuple[_State, Node | None, bool]] = [(state, None, True) for state in entries]
+            seen: set[tuple[_State, bool]] = set()
             while pending:
-                state, parent = pending.pop(0)
-                if state in seen:
+                state, parent, unguarded = pending.pop(0)
+                if (state, unguarded) in seen or (state, True) in seen:
                     continue
-                seen.add(state)
+                seen.add((state, unguarded))
                 node = self._visit(state)
                 if node is None:
                     continue
                 parents.setdefault(node, parent)
+                if unguarded:
+                    always.add(node)
                 if node[0] == "method":
                     self._method_sites.setdefault((node[1], node[2]), set()).add(site)
                     if state[0] == "method" and state[2] == "forward":
                         self._class_sites.setdefault(state[1], set()).add(site)
                 else:
                     self._function_sites.setdefault(node[1], set()).add(site)
-                pending.extend((successor, node) for successor in self._successors_of(state))
+                pending.extend(
+                    (successor, node, unguarded and not guarded) for successor, guarded in self._successors_of(state)
+                )
 
     def _entry_states(self, values: Iterable[Value]) -> Iterator[_State]:
         for value in values:
@@ -201,13 +215,14 @@ class Reach:
             return None
         return ("method", found[0], state[2])
 
-    def _successors_of(self, state: _State) -> list[_State]:
+    def _successors_of(self, state: _State) -> list[tuple[_State, bool]]:
         known = self._successors.get(state)
         if known is None:
             known = self._successors[state] = list(dict.fromkeys(self._compute_successors(state)))
         return known
 
-    def _compute_successors(self, state: _State) -> Iterator[_State]:
+    def _compute_successors(self, state: _State) -> Iterator[tuple[_State, bool]]:
+        """The states ``state`` calls, each with whether the call is made only under a condition."""
         if state[0] == "function":
             function = self.files.function_summary(state[1])
             if function is not None:
@@ -221,17 +236,17 @@ class Reach:
         yield from self._self_calls(cls, owner, method)
         yield from self._called(method.calls, owner[0], cls)
 
-    def _self_calls(self, cls: ClassKey, owner: ClassKey, method: MethodSummary) -> Iterator[_State]:
+    def _self_calls(self, cls: ClassKey, owner: ClassKey, method: MethodSummary) -> Iterator[tuple[_State, bool]]:
         """``self.m()``, ``super().m()`` and property reads of ``method`` (defined in ``owner``) on a ``cls``."""
         for event in method.events:
             if event.kind == "call" and event.detail == "super":
-                yield ("method", cls, event.attr, owner)
+                yield ("method", cls, event.attr, owner), event.guarded
             elif event.kind in ("call", "read"):
                 target = self.classes.find_method(cls, event.attr)
                 if target is not None and (event.kind == "call" or target[1].kind == "property"):
-                    yield ("method", cls, event.attr, None)
+                    yield ("method", cls, event.attr, None), event.guarded
 
-    def _called(self, calls: Iterable[CallSite], path: str, cls: ClassKey | None) -> Iterator[_State]:
+    def _called(self, calls: Iterable[CallSite], path: str, cls: ClassKey | None) -> Iterator[tuple[_State, bool]]:
         env = self.evaluator.self_env(cls) if cls is not None else None
         for call in calls:
             func = call.func
@@ -243,15 +258,8 @@ class Reach:
                 and self.classes.find_method(cls, func.attr) is not None
             ):
                 continue  # self.m(): a state event, followed in order by _self_calls
-            for value in self.evaluator.evaluate(call.func, path, env):
-                if isinstance(value, Instance):
-                    yield ("method", value.cls, self._call_method(value.cls), None)
-                elif isinstance(value, MethodValue):
-                    yield ("method", value.cls, value.name, None)
-                elif isinstance(value, FunctionValue):
-                    yield ("function", value.key)
-                elif isinstance(value, Container) and value.sequential:
-                    yield from self._entry_states(value.elements)
+            for state in self._entry_states(self.evaluator.evaluate(call.func, path, env)):
+                yield state, call.guarded
 
 
 def label(node: Node) -> str:

@@ -19,7 +19,6 @@ Resolve = Callable[[ast.AST], "str | None"]
 
 ValueKind = Literal["int", "float", "bool", "str", "none", "tensor", "list", "tuple", "unknown"]
 
-IS_COMPILING = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling"})
 
 # Tensor methods whose result is again a tensor (so a branch on it is data-dependent).
 TENSOR_METHODS = frozenset(
