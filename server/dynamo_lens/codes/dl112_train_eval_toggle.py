@@ -27,11 +27,12 @@ Nothing needs to change: two compiled entries are the expected price of two mode
 evaluation mode at all, run evaluation on the uncompiled module (`model(x)` instead of `compiled(x)`).
 
 ## Known limitations
-Only a switch *to* eval mode (or to a mode computed at run time) after the compiled module ran is reported, on a
-name bound in the same file. For workspace classes the finding needs a layer that reads `training`: a `Dropout`,
-`BatchNorm`, `InstanceNorm`, RNN or attention layer among the submodules built in `__init__` (recursively), a
-`self.training` read, or a submodule from outside the workspace (assumed to read it). A `torch.nn` layer without
-such behaviour (`nn.Linear`) is not reported; `nn.Sequential` and other containers are.
+Only a switch *to* eval mode (or to a mode computed at run time) is reported, on anything that holds compiled state
+(the compiled module, its wrapper, the module whose blocks were compiled in place, across functions and files), and
+only where the program also runs it in training mode: it switches it back with `.train()` somewhere, or called the
+compiled code earlier in the same function. The compiled code must read `training`: a workspace class that reads
+`self.training` (itself or in a submodule), or a `torch.nn` layer that does (`Dropout`, `BatchNorm`,
+`InstanceNorm`, RNN and attention layers). Modules whose classes cannot be told are not reported.
 
 ## Fix safety
 No fix is offered.
@@ -43,18 +44,17 @@ No fix is offered.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from functools import partial
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity, Span
-from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.evaluate import External, Instance, Value
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
-from dynamo_lens.static.semantic.usage import READ_EVENTS, Usage, method_calls, scope_key, usage
-from dynamo_lens.static.summary import Candidate, CompileSite
+from dynamo_lens.static.semantic.program import calls, compiled_callees, switched_holders, switches
+from dynamo_lens.static.semantic.usage import READ_EVENTS
+from dynamo_lens.static.summary import CompileSite, ModeSwitch
 from dynamo_lens.torch_facts import TORCH
 
 RULE = Rule(
@@ -73,71 +73,61 @@ MODE_SENSITIVE = re.compile(r"Dropout|BatchNorm|InstanceNorm|RNN|LSTM|GRU|Multih
 MODE_METHODS = frozenset({"eval", "train"})
 
 
-@dataclass(frozen=True, slots=True)
-class ModeSwitch(Candidate):
-    receiver: str
-    mode: str
-    site: CompileSite
-    earlier: Span
-
-
-def collect(ctx: FileContext) -> Iterator[ModeSwitch]:
-    table = usage(ctx)
-    if not table.handles:
-        return
-    for at, call, func in method_calls(ctx, MODE_METHODS):
-        if not isinstance(func.value, ast.Name):
+def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
+    trained = _trained_holders(index)
+    found: dict[frozenset[Value], list[tuple[ModeSwitch, Span | None, list[CompileSite]]]] = {}
+    for path, switch in switches(index):
+        if switch.mode == "train":
             continue
-        mode = _mode(func.attr, call)
-        if mode is None:
+        holders = switched_holders(index, path, switch)
+        sites = list(dict.fromkeys(site for found_sites in holders.values() for site in found_sites))
+        if not sites:
             continue
-        handle = table.handle(scope_key(at.scope), func.value.id)
-        if handle is None or not handle.module:
-            continue
-        earlier = table.ran_before({handle.site}, at, next_iteration=_trains_in_loop(table, at, func.value.id))
-        if earlier is None:
-            continue  # switched before the first compiled call (every iteration): only that mode is compiled
-        yield ModeSwitch(RULE.code, ctx.span(call), func.value.id, mode, handle.site, ctx.span(earlier.call))
+        values = frozenset(v for site in sites for v in index.reach.site_values(site))
+        if not index.memo(("DL112.reads_training", values), partial(_reads_training, index, values)):
+            continue  # nothing compiled there is known to read `training`: one entry serves both modes
+        earlier = _called_before(index, path, switch, sites)
+        if earlier is None and not trained & set(holders):
+            continue  # never back in training mode: only one mode is compiled
+        found.setdefault(frozenset(holders), []).append((switch, earlier, sites))
+    for same in found.values():
+        # one finding per object holding compiled state: at a switch right after a compiled call, else the first
+        switch, earlier, sites = next((entry for entry in same if entry[1] is not None), same[0])
+        yield _finding(index, switch, sites, earlier)
 
 
-def _trains_in_loop(table: Usage, at: NodeAt, name: str) -> bool:
-    """A loop around ``at`` also switches ``name`` back to training mode (so the next iteration trains again)."""
-    for loop in table.enclosing_loops(at):
-        for node in ast.walk(loop):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "train"
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == name
-                and _mode("train", node) is None
-            ):
-                return True
-    return False
+def _trained_holders(index: WorkspaceIndex) -> set[Value]:
+    """What holds compiled state that some ``.train()`` switches back to training mode."""
+    return {
+        holder
+        for path, switch in switches(index)
+        if switch.mode == "train"
+        for holder in switched_holders(index, path, switch)
+    }
 
 
-def _mode(method: str, call: ast.Call) -> str | None:
-    """ "eval" or "a mode chosen at run time"; None for a switch to training mode (the mode modules start in)."""
-    if method == "eval":
-        return "eval"
-    flag = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "mode"), None)
-    if flag is None:
+def _called_before(index: WorkspaceIndex, path: str, switch: ModeSwitch, sites: list[CompileSite]) -> Span | None:
+    """A call of the compiled code earlier in the switch's function (it ran in training mode before)."""
+    summary = index.summary(path)
+    if summary is None:
         return None
-    if isinstance(flag, ast.Constant):
-        return "eval" if flag.value is False else None
-    return "a mode chosen at run time"
+    for placed in calls(summary):
+        if placed.function != switch.function or placed.call.span.line >= switch.span.line:
+            continue
+        if set(compiled_callees(index, placed)) & set(sites):
+            return placed.call.span
+    return None
 
 
-def judge(candidate: ModeSwitch, index: WorkspaceIndex) -> Iterator[Finding]:
-    if not _reads_training(index, index.reach.site_values(candidate.site)):
-        return  # nothing compiled there is known to read `training`: one entry serves both modes, or we cannot tell
+def _finding(index: WorkspaceIndex, switch: ModeSwitch, sites: list[CompileSite], earlier: Span | None) -> Finding:
+    mode = "a mode chosen at run time" if switch.mode == "runtime" else "eval"
     message = (
-        f"`{candidate.receiver}` switches to {candidate.mode} after the compiled module ran in training mode: layers "
+        f"`{switch.receiver_text}` switches to {mode} after the compiled module ran in training mode: layers "
         f"such as Dropout and BatchNorm read `training`, which {TORCH} guards (`TRUE_MATCH ...training == True`), "
         "so the other mode compiles a second entry (2 compiles in all; both are reused afterwards)"
     )
-    related = (Related(candidate.earlier, "the compiled module ran here in training mode"),)
-    yield index.finding(RULE, candidate.span, message, (candidate.site,), related=related)
+    related = (Related(earlier, "the compiled module ran here in training mode"),) if earlier is not None else ()
+    return index.finding(RULE, switch.span, message, sites, related=related)
 
 
 def _reads_training(index: WorkspaceIndex, compiled: Iterable[Value]) -> bool:
@@ -163,4 +153,4 @@ def _reads_own_training(index: WorkspaceIndex, key: ClassKey) -> bool:
     return False
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge)
+CHECK = Check(RULE.code, judge_workspace=judge_workspace)

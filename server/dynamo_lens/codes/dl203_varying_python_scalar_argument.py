@@ -189,7 +189,7 @@ def _callee(
     if function is not None:
         definition = definitions.get(function.rpartition(".")[2])
         return (definition, 0) if definition is not None else None
-    target = site.target
+    target = exprs.without_identity(site.target)
     if isinstance(target, exprs.Call) and isinstance(target.func, exprs.Named) and target.func.ref.is_local:
         for at in ctx.nodes(ast.ClassDef):
             node = at.node

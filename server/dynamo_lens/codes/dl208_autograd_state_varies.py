@@ -2,7 +2,9 @@
 
 ## What it does
 Flags a compiled callable that is called both under a grad-mode context (`torch.no_grad()`,
-`torch.inference_mode()`, `torch.enable_grad()`, `torch.set_grad_enabled(...)`) and outside it, in one file. The
+`torch.inference_mode()`, `torch.enable_grad()`, `torch.set_grad_enabled(...)`, as a `with` block or as a decorator
+of the calling function) and outside it, anywhere in the workspace: a validation function decorated with
+`@torch.no_grad()` that calls the model the training loop calls, a module whose blocks were compiled in place. The
 finding sits on the call under the context that differs from the others.
 
 ## Why it matters
@@ -27,8 +29,9 @@ Nothing is wrong with one entry per mode. To avoid compiling evaluation at all, 
 to share one entry, evaluate under the same grad mode.
 
 ## Known limitations
-Only `with` blocks in the same file are considered; decorators (`@torch.no_grad()` on a caller) and grad mode set
-by callers in other files are not followed. Inputs with differing `requires_grad` are not detected statically.
+The grad mode of a call is the one its own function sets (a `with` block around it, or a decorator of the function);
+a mode set by the function's callers is not followed, so a call in a helper that only ever runs under `no_grad`
+counts as a call with grad enabled. Inputs with differing `requires_grad` are not detected statically.
 
 ## Fix safety
 No fix is offered.
@@ -40,14 +43,15 @@ No fix is offered.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Related, Severity
-from dynamo_lens.static.context import FileContext, NodeAt
-from dynamo_lens.static.semantic.usage import HandleCall, UsageCandidate, judge_usage, position, scope_key, usage
+from dynamo_lens.model import Finding, Related, Severity
+from dynamo_lens.static.semantic.contexts import GRAD, VARIES
+from dynamo_lens.static.semantic.index import WorkspaceIndex
+from dynamo_lens.static.semantic.program import PlacedCall, calls, compiled_callees, reached_sites
 from dynamo_lens.static.summary import CompileSite
+from dynamo_lens.torch_facts import TORCH
 
 RULE = Rule(
     code="DL208",
@@ -60,110 +64,73 @@ RULE = Rule(
 )
 
 
-GRAD = "grad enabled"
-VARIES = "a grad mode decided at run time"
-MODES = {
-    "torch.no_grad": "no_grad",
-    "torch.autograd.no_grad": "no_grad",
-    "torch.autograd.grad_mode.no_grad": "no_grad",
-    "torch.inference_mode": "inference_mode",
-    "torch.autograd.inference_mode": "inference_mode",
-    "torch.autograd.grad_mode.inference_mode": "inference_mode",
-    "torch.enable_grad": GRAD,
-    "torch.autograd.enable_grad": GRAD,
-    "torch.set_grad_enabled": "set_grad_enabled",
-    "torch.autograd.set_grad_enabled": "set_grad_enabled",
-}
-
-
-def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
-    table = usage(ctx)
-    if not table.calls:
+def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
+    """Calls under a grad-mode context first (few), then, in the files they are in, the calls that could be the
+    same callable (the callee written the same way) to find one in another mode. A compile site shared by several
+    programs (a helper that compiles what each training script passes it) is judged file by file."""
+    contexts: dict[tuple[CompileSite, str], list[PlacedCall]] = {}
+    names: set[str] = set()
+    for summary in index.summaries:
+        for placed in calls(summary):
+            if placed.call.grad and placed.call.grad != GRAD:
+                for site in reached_sites(index, placed):
+                    contexts.setdefault((site, placed.path), []).append(placed)
+                    names.add(placed.call.name)
+    if not contexts:
         return
-    withs = list(ctx.nodes(ast.With, ast.AsyncWith))
-    functions = {
-        scope_key(at.scope) + ("." if scope_key(at.scope) else "") + node.name: node
-        for at in ctx.nodes(ast.FunctionDef, ast.AsyncFunctionDef)
-        if isinstance(node := at.node, ast.FunctionDef | ast.AsyncFunctionDef)
-    }
-    by_site: dict[CompileSite, list[tuple[HandleCall, str, ast.AST | None]]] = {}
-    for handle_call in table.calls:
-        mode, where = _mode(ctx, handle_call, withs, functions)
-        by_site.setdefault(handle_call.handle.site, []).append((handle_call, mode, where))
-    for site, calls in by_site.items():
-        modes = {mode for _, mode, _ in calls}
-        if len(modes) < 2 and VARIES not in modes:
+    modes = {key: {p.call.grad for p in found} for key, found in contexts.items()}
+    grad_functions: dict[tuple[CompileSite, str], set[str]] = {}
+    for path in sorted({path for _, path in contexts}):  # validation beside the training loop
+        found_summary = index.summary(path)
+        for placed in calls(found_summary) if found_summary is not None else ():
+            if placed.call.name in names and placed.call.grad in ("", GRAD):
+                for site in reached_sites(index, placed):
+                    modes.setdefault((site, path), set()).add(GRAD)
+                    grad_functions.setdefault((site, path), set()).add(placed.function)
+    for key, found in contexts.items():
+        if len(modes[key]) < 2 and VARIES not in modes[key]:
             continue
-        for handle_call, mode, where in calls:
-            if mode == GRAD:
-                continue
-            others = sorted(m for m in modes if m != mode) or [GRAD]
-            name = handle_call.handle.name
-            if mode == VARIES:
-                message = (
-                    f"compiled `{name}` runs under {mode}: grad mode is part of Dynamo's `GLOBAL_STATE` guard, so "
-                    "torch 2.13 compiles one entry per mode (2 compiles for grad on/off)"
-                )
-            else:
-                message = (
-                    f"compiled `{name}` runs under `{mode}` here and with {', '.join(others)} elsewhere: grad mode is "
-                    "part of Dynamo's `GLOBAL_STATE` guard, so torch 2.13 compiles a second entry for this mode "
-                    "(bounded: one entry per mode)"
-                )
-            related = (Related(ctx.span(where), f"`{mode}` starts here"),) if where is not None else ()
-            yield UsageCandidate(
-                RULE.code, ctx.span(handle_call.call), message, RULE.default_severity, (site,), related=related
-            )
+        by_mode: dict[str, list[PlacedCall]] = {}
+        for placed in found:
+            by_mode.setdefault(placed.call.grad, []).append(placed)
+        for same in by_mode.values():
+            yield _finding(index, key[0], _representative(same, grad_functions.get(key, set())), same, modes[key])
 
 
-def _mode(
-    ctx: FileContext,
-    handle_call: HandleCall,
-    withs: list[NodeAt],
-    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
-) -> tuple[str, ast.AST | None]:
-    """The grad mode the call runs under (innermost ``with`` of its function, else the function's decorator)."""
-    here = position(handle_call.call)
-    key = scope_key(handle_call.at.scope)
-    best: tuple[tuple[int, int], str, ast.AST] | None = None
-    for at in withs:
-        node = at.node
-        assert isinstance(node, ast.With | ast.AsyncWith)
-        if scope_key(at.scope) != key or not (node.body[0].lineno <= here[0] <= (node.end_lineno or node.lineno)):
-            continue
-        for item in node.items:
-            mode = _context_mode(ctx, item.context_expr)
-            if mode is not None and (best is None or position(node) > best[0]):
-                best = (position(node), mode, item.context_expr)
-    if best is not None:
-        return best[1], best[2]
-    function = functions.get(key)
-    if function is not None:
-        for decorator in function.decorator_list:
-            mode = _context_mode(ctx, decorator)
-            if mode is not None:
-                return mode, decorator
-    return GRAD, None
+def _representative(same: list[PlacedCall], grad_functions: set[str]) -> PlacedCall:
+    """One finding per compile site, file and mode: at a call next to calls in the other mode (the same function),
+    else at the first one."""
+    for placed in same:
+        if placed.function in grad_functions:
+            return placed
+    return same[0]
 
 
-def _context_mode(ctx: FileContext, expr: ast.expr) -> str | None:
-    call = expr if isinstance(expr, ast.Call) else None
-    name = ctx.resolve(call.func if call is not None else expr)
-    mode = MODES.get(name or "")
-    if mode != "set_grad_enabled":
-        if mode == "inference_mode" and call is not None and call.args:
-            flag = call.args[0]
-            if isinstance(flag, ast.Constant) and flag.value is False:
-                return GRAD
-            if not isinstance(flag, ast.Constant):
-                return VARIES
-        return mode
-    if call is None or not call.args:
-        return None
-    flag = call.args[0]
-    if isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
-        return GRAD if flag.value else "no_grad"
-    return VARIES
+def _finding(
+    index: WorkspaceIndex, site: CompileSite, placed: PlacedCall, same: list[PlacedCall], modes: set[str]
+) -> Finding:
+    call = placed.call
+    mode = call.grad
+    name = call.name or "the compiled callable"
+    direct = site in compiled_callees(index, placed)
+    what = f"compiled `{name}` runs" if direct else f"`{name}(…)` runs compiled code"
+    if mode == VARIES:
+        message = (
+            f"{what} under {mode}: grad mode is part of Dynamo's `GLOBAL_STATE` guard, so "
+            f"{TORCH} compiles one entry per mode (2 compiles for grad on/off)"
+        )
+    else:
+        others = sorted(m for m in modes if m != mode) or [GRAD]
+        message = (
+            f"{what} under `{mode}` here and with {', '.join(others)} elsewhere: grad mode is "
+            f"part of Dynamo's `GLOBAL_STATE` guard, so {TORCH} compiles a second entry for this mode "
+            "(bounded: one entry per mode)"
+        )
+    related = [Related(call.grad_from, f"`{mode}` starts here")] if call.grad_from is not None else []
+    related += [
+        Related(other.call.span, f"also under `{mode}` (the same entry)") for other in same if other is not placed
+    ]
+    return index.finding(RULE, call.span, message, (site,), related=related[:4])
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge_usage)
+CHECK = Check(RULE.code, judge_workspace=judge_workspace)

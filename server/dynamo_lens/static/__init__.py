@@ -124,6 +124,7 @@ def summarize_walked(ctx: FileContext, walker: Walker, error: str | None = None)
         functions=tuple(facts.functions),
         bindings=tuple(facts.bindings),
         calls=tuple(facts.calls),
+        switches=tuple(facts.switches),
         compile_sites=ctx.compile_sites,
         candidates=tuple(candidates),
         import_end=walker.import_end,

@@ -81,6 +81,11 @@ class NodeAt:
     eager_only: bool = False
     """Never traced by Dynamo: under ``if not torch.compiler.is_compiling():``, or after an ``if
     torch.compiler.is_compiling(): return`` in the same body."""
+    grad: str = ""
+    """The grad mode its function sets around it (``semantic.contexts``: ``no_grad``, ``inference_mode``, ...),
+    ``""`` when it sets none (the caller's mode applies)."""
+    grad_from: ast.expr | None = None
+    """The ``with`` item or decorator that sets ``grad``."""
 
 
 @dataclass(slots=True, eq=False)

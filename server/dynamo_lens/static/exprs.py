@@ -131,9 +131,30 @@ class OneOf(Expr):
 
 @dataclass(frozen=True, slots=True)
 class InstanceOf(Expr):
-    """An instance of one of ``classes``, known from an ``isinstance`` test that guards the use."""
+    """``value``, known from an ``isinstance`` test that guards the use to be an instance of one of ``classes``."""
 
     classes: tuple[Ref, ...]
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Local(Expr):
+    """Which object a local variable holds: the identity of the variable ``name`` of the function ``function``,
+    next to what was assigned to it (in a :class:`OneOf`). Two uses of one variable hold the same object even when
+    what it is cannot be told (``model = config.instantiate(...)``; ``compile_model(model)``; ``return model``)."""
+
+    function: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled(Expr):
+    """What ``torch.compile(value)`` returns (at ``line``:``column`` of this file): ``value``, wrapped so that calls
+    of it run compiled code (calls of ``value`` itself do not)."""
+
+    value: Expr
+    line: int
+    column: int
 
 
 def refs_in(expr: Expr) -> Iterator[Ref]:
@@ -145,6 +166,9 @@ def refs_in(expr: Expr) -> Iterator[Ref]:
             yield node.ref
         elif isinstance(node, InstanceOf):
             yield from node.classes
+            pending.append(node.value)
+        elif isinstance(node, Compiled):
+            pending.append(node.value)
         elif isinstance(node, Call):
             pending.append(node.func)
             pending.extend(node.args)
@@ -155,6 +179,18 @@ def refs_in(expr: Expr) -> Iterator[Ref]:
             pending.extend(node.items)
         elif isinstance(node, OneOf):
             pending.extend(node.options)
+
+
+def without_identity(expr: Expr) -> Expr:
+    """``expr`` without the :class:`Local` identity lowering adds to a variable's value (for checks that look at
+    what was assigned: ``nn.Sequential(...)``, an element of a container)."""
+    if isinstance(expr, OneOf):
+        options = [o for o in expr.options if not isinstance(o, Local)]
+        if len(options) == 1:
+            return options[0]
+        if len(options) < len(expr.options):
+            return OneOf(tuple(options)) if options else UNKNOWN
+    return expr
 
 
 def is_trivial(expr: Expr) -> bool:

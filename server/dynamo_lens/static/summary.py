@@ -99,6 +99,10 @@ class CallSite:
     """Made only under a condition of its function (``NodeAt.guarded``)."""
     in_loop: bool = False
     """Made in a ``for``/``while`` body of its function (or of the module)."""
+    grad: str = ""
+    """The grad mode its function sets around it (``NodeAt.grad``)."""
+    grad_from: Span | None = None
+    """Where that mode is set (the ``with`` item or the decorator)."""
 
 
 MethodKind = Literal["method", "property", "setter", "staticmethod", "classmethod"]
@@ -168,6 +172,21 @@ class FunctionSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class ModeSwitch:
+    """``<receiver>.eval()`` or ``<receiver>.train(...)``: ``mode`` is ``eval``, ``train`` or ``runtime`` (a flag
+    known only at run time)."""
+
+    receiver: Expr
+    receiver_text: str
+    """The receiver's source text (cut to 40 characters)."""
+    mode: str
+    span: Span
+    function: str
+    """Qualified name of the function it is in (``""`` at module level)."""
+    in_loop: bool
+
+
+@dataclass(frozen=True, slots=True)
 class ModuleBinding:
     """A module-level ``name = value`` (or loop variable, ``with ... as name``) of the file."""
 
@@ -225,6 +244,8 @@ class FileSummary:
     """Module-level bindings of names that are neither definitions nor imports, for values that can matter."""
     calls: tuple[CallSite, ...] = ()
     """Calls made at module level (``generate(model, ...)`` under ``if __name__ == "__main__":``)."""
+    switches: tuple[ModeSwitch, ...] = ()
+    """Every ``.eval()`` / ``.train()`` call of the file."""
     compile_sites: tuple[CompileSite, ...] = ()
     candidates: tuple[Candidate, ...] = ()
     import_end: int = 1

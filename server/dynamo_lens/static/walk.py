@@ -16,9 +16,10 @@ from typing import Any, TypeVar
 
 from dynamo_lens.model import Span
 from dynamo_lens.static import exprs
-from dynamo_lens.static.context import DISABLE_DECORATORS, IS_COMPILING, PARTIAL, FileContext, NodeAt, Scope
+from dynamo_lens.static.context import DISABLE_DECORATORS, PARTIAL, FileContext, NodeAt, Scope
 from dynamo_lens.static.exprs import Expr, constant_kind
 from dynamo_lens.static.semantic import lowering as lowering_limits
+from dynamo_lens.static.semantic.contexts import compiling_test, grad_context
 from dynamo_lens.static.semantic.lowering import Lowering
 from dynamo_lens.static.summary import (
     AttrInit,
@@ -30,6 +31,7 @@ from dynamo_lens.static.summary import (
     FunctionSummary,
     MethodKind,
     MethodSummary,
+    ModeSwitch,
     ModuleBinding,
     Ref,
     StateEvent,
@@ -178,6 +180,7 @@ class _Frozen:
     functions: tuple[FunctionSummary, ...]
     bindings: tuple[ModuleBinding, ...]
     calls: tuple[CallSite, ...]
+    switches: tuple[ModeSwitch, ...]
 
 
 @dataclass(slots=True)
@@ -188,6 +191,7 @@ class BlockFacts:
     functions: list[FunctionSummary] = field(default_factory=list)
     bindings: list[ModuleBinding] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
+    switches: list[ModeSwitch] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)
@@ -244,6 +248,10 @@ class Walker:
         """Inside a body of ``function`` that runs only under a condition (``NodeAt.guarded``)."""
         self.eager_only = False
         """Inside code Dynamo never traces (``NodeAt.eager_only``)."""
+        self.grad = ""
+        """The grad mode a ``with`` statement or decorator of the current function set (``NodeAt.grad``)."""
+        self.grad_from: ast.expr | None = None
+        """The expression that set it (for related information)."""
         self.cls: _ClassBuilder | None = None
         self.blocks: list[BlockWalk] = []
         self.replayed = 0
@@ -320,7 +328,17 @@ class Walker:
             bucket = self.block.nodes.get(kind)
             if bucket is None:
                 bucket = self.block.nodes[kind] = []
-            at = NodeAt(node, self.scope, self.loop_depth, self.branch_depth, self.path, self.guarded, self.eager_only)
+            at = NodeAt(
+                node,
+                self.scope,
+                self.loop_depth,
+                self.branch_depth,
+                self.path,
+                self.guarded,
+                self.eager_only,
+                self.grad,
+                self.grad_from,
+            )
             bucket.append(at)
             if kind in _BINDINGS:
                 self._index_targets(node, at)
@@ -466,10 +484,16 @@ class Walker:
         else:
             self.block.functions.append(builder)
         saved = (self.scope, self.function, self.loop_depth, self.branch_depth, self.path, self.guarded)
+        saved_grad = (self.grad, self.grad_from)
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path = scope, builder, 0, 0, ()
-        self.guarded = False
+        self.guarded, self.grad, self.grad_from = False, "", None
+        for decorator in node.decorator_list:
+            mode = grad_context(self.ctx, decorator)
+            if mode is not None:
+                self.grad, self.grad_from = mode, decorator
         self._statements(node.body)
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path, self.guarded = saved
+        self.grad, self.grad_from = saved_grad
 
     def _lambda(self, node: ast.Lambda) -> None:
         saved = self.function
@@ -546,6 +570,18 @@ class Walker:
             self._branch([handler.body])
         self._branch([node.orelse])
         self._branch([node.finalbody], guarded=False)
+
+    def _with(self, node: ast.With | ast.AsyncWith) -> None:
+        saved = (self.grad, self.grad_from)
+        for item in node.items:
+            self.visit(item.context_expr)
+            if item.optional_vars is not None:
+                self.visit(item.optional_vars)
+            mode = grad_context(self.ctx, item.context_expr)
+            if mode is not None:
+                self.grad, self.grad_from = mode, item.context_expr
+        self._statements(node.body)
+        self.grad, self.grad_from = saved
 
     def _match(self, node: ast.Match) -> None:
         self.visit(node.subject)
@@ -798,6 +834,7 @@ class Walker:
             facts.functions.extend(frozen.functions)
             facts.bindings.extend(frozen.bindings)
             facts.calls.extend(frozen.calls)
+            facts.switches.extend(frozen.switches)
         return facts
 
     def lowering(self) -> Lowering:
@@ -811,9 +848,24 @@ class Walker:
         calls: dict[int, list[CallSite]] = {}
         """id of the function node (0 for module level) → the calls it makes."""
         builds: dict[int, list[CallRef]] = {}
+        switches: list[ModeSwitch] = []
         for at in block.nodes.get(ast.Call, ()):
             call = at.node
             assert isinstance(call, ast.Call)
+            if isinstance(call.func, ast.Attribute) and call.func.attr in ("eval", "train") and not at.eager_only:
+                mode = _mode_switched(call)
+                if mode is not None:
+                    function = at.scope.function
+                    switches.append(
+                        ModeSwitch(
+                            lowering.value(call.func.value, at),
+                            self.ctx.source(call.func.value, 40),
+                            mode,
+                            self.ctx.span(call),
+                            function.qualname if function is not None else "",
+                            at.loop_depth > 0,
+                        )
+                    )
             if at.scope.function is not None and isinstance(call.func, ast.Name | ast.Attribute):
                 name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
                 ref = self.ctx.ref(call.func, at.scope) if name[:1].isupper() else None
@@ -843,7 +895,9 @@ class Walker:
             )
             for f in block.functions
         )
-        return _Frozen(names, line, classes, functions, self._module_bindings(block), tuple(calls.get(0, ())))
+        return _Frozen(
+            names, line, classes, functions, self._module_bindings(block), tuple(calls.get(0, ())), tuple(switches)
+        )
 
     def _call_site(self, lowering: Lowering, call: ast.Call, at: NodeAt, func: Expr) -> CallSite:
         callee = call.func
@@ -858,6 +912,8 @@ class Walker:
             name=name,
             guarded=at.guarded,
             in_loop=at.loop_depth > 0,
+            grad=at.grad,
+            grad_from=self.ctx.span(at.grad_from) if at.grad_from is not None else None,
         )
 
     def _module_bindings(self, block: BlockWalk) -> tuple[ModuleBinding, ...]:
@@ -1004,6 +1060,8 @@ _HANDLERS: dict[type[ast.AST], Callable[[Walker, Any], None]] = {
     ast.While: Walker._while,
     ast.Try: Walker._try,
     ast.Match: Walker._match,
+    ast.With: Walker._with,
+    ast.AsyncWith: Walker._with,
     ast.Call: Walker._call,
     ast.Attribute: Walker._attribute,
     ast.Compare: Walker._compare,
@@ -1014,21 +1072,23 @@ if sys.version_info >= (3, 11):
     _HANDLERS[ast.TryStar] = Walker._try
 
 
+def _mode_switched(call: ast.Call) -> str | None:
+    """The mode ``x.eval()`` / ``x.train(...)`` switches to, or None when it is not a module's mode switch (``eval``
+    with arguments is Python's builtin on something else)."""
+    func = call.func
+    assert isinstance(func, ast.Attribute)
+    if func.attr == "eval":
+        return None if call.args or call.keywords else "eval"
+    flag = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if flag is None:
+        return "train"
+    if isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
+        return "train" if flag.value else "eval"
+    return "runtime"
+
+
 def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
     return tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
-
-
-def compiling_test(test: ast.expr, ctx: FileContext) -> bool | None:
-    """True for ``torch.compiler.is_compiling()`` (or ``torch._dynamo.is_compiling()``), False for its negation,
-    None for any other test."""
-    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-    if negated:
-        test = test.operand  # type: ignore[attr-defined]
-    func = test.func if isinstance(test, ast.Call) else None
-    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    if func is not None and last == "is_compiling" and ctx.resolve(func) in IS_COMPILING:
-        return not negated
-    return None
 
 
 # -- value classification --------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ Every evaluation is bounded (depth, number of values, callers followed) and cycl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -33,6 +34,7 @@ from dynamo_lens.static.summary import CallSite, MethodSummary
 MAX_DEPTH = 24
 MAX_VALUES = 24
 MAX_CALLERS = 64
+"""Calls spelled like a function's name that are looked at to find what its parameters hold."""
 TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 SUBMODULE_METHODS = frozenset({"modules", "children", "values"})
 
@@ -86,19 +88,64 @@ class Container:
 
 
 @dataclass(frozen=True, slots=True)
+class Wrapper:
+    """What the ``torch.compile(...)`` call at ``line``:``column`` of ``path`` returned (calls of it run compiled
+    code), alongside the values of what it wraps."""
+
+    path: str
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """The object held by the attribute ``name`` of instances of ``owner``, by the module-level name ``name`` of the
+    file ``owner[0]`` (``owner[1] == ""``), or by the local variable ``name`` of the function ``owner[1]``: an
+    identity, alongside what the object is. Two expressions that read
+    the same slot hold the same object (``self._model`` in ``setup`` and in ``validate``; ``teacher`` is not
+    ``student`` although both are a ``Net``). Attributes get one only when their value cannot be told."""
+
+    owner: ClassKey
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class Opaque:
     """Something that cannot be told."""
 
 
 OPAQUE = Opaque()
-Value: TypeAlias = Instance | ClassValue | FunctionValue | MethodValue | ModuleFile | External | Container | Opaque
+Value: TypeAlias = (
+    Instance | ClassValue | FunctionValue | MethodValue | ModuleFile | External | Container | Wrapper | Slot | Opaque
+)
 Values = frozenset[Value]
 NOTHING: Values = frozenset()
 UNKNOWN_VALUES: Values = frozenset({OPAQUE})
-Env = Mapping[tuple[str, str, str], Values]
-"""(path, function qualname, parameter name) → what the parameter holds in this evaluation."""
+ParamKey = tuple[str, str, str]
+"""(path, function qualname, parameter name)."""
 
-_Key = tuple[Expr, str, int]
+
+class Env:
+    """What parameters hold in one evaluation (a call with its arguments, ``self`` of a class); hashable, so that
+    evaluations under the same bindings are computed once."""
+
+    __slots__ = ("bound", "key")
+
+    def __init__(self, bound: Mapping[ParamKey, Values]) -> None:
+        self.bound = dict(bound)
+        self.key = frozenset(self.bound.items())
+
+    def get(self, key: ParamKey) -> Values | None:
+        return self.bound.get(key)
+
+
+NO_ENV = Env({})
+MAX_STEPS = 20_000
+"""Evaluations one query may make (a chain of factories and callers is followed that far, then given up on)."""
+
+_Key = tuple[int, str, frozenset[tuple[ParamKey, Values]]]
+"""(id of the expression, path, env): expressions are deep trees, and live as long as the summaries that hold
+them, which outlive an evaluator (hashing the trees themselves dominated the link)."""
 
 
 class Evaluator:
@@ -108,48 +155,50 @@ class Evaluator:
         self._memo: dict[_Key, Values] = {}
         self._active: set[object] = set()
         self._depth = 0
+        self._steps = 0
         self._self_envs: dict[ClassKey, Env] = {}
         self._callers: dict[str, list[tuple[CallSite, str]]] | None = None
         self._attributes: dict[tuple[ClassKey, str], Values] = {}
         self._params: dict[tuple[str, str, str], Values] = {}
 
     # -- public --------------------------------------------------------------------------------------------------
-    def evaluate(self, expr: Expr, path: str, env: Env | None = None) -> Values:
+    def evaluate(self, expr: Expr, path: str, env: Env = NO_ENV) -> Values:
         """What ``expr`` (lowered in the file ``path``) can be; ``env`` binds parameters for this evaluation."""
         if isinstance(expr, exprs.Unknown):
             return UNKNOWN_VALUES
         if isinstance(expr, exprs.Const):
             return NOTHING
-        key: _Key = (expr, path, id(env) if env else 0)
-        if not env or any(env is e for e in self._self_envs.values()):
-            found = self._memo.get(key)
-            if found is not None:
-                return found
-        if key in self._active or self._depth > MAX_DEPTH:
-            return NOTHING
+        key: _Key = (id(expr), path, env.key)
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        if self._depth == 0:
+            self._steps = 0
+        self._steps += 1
+        if key in self._active or self._depth > MAX_DEPTH or self._steps > MAX_STEPS:
+            return UNKNOWN_VALUES if self._steps > MAX_STEPS else NOTHING
         self._active.add(key)
         self._depth += 1
         try:
-            result = _capped(self._evaluate(expr, path, env or {}))
+            result = _capped(self._evaluate(expr, path, env))
         finally:
             self._depth -= 1
             self._active.discard(key)
-        if not env or any(env is e for e in self._self_envs.values()):
-            self._memo[key] = result
+        self._memo[key] = result
         return result
 
     def self_env(self, cls: ClassKey) -> Env:
         """Binds ``self`` (the first parameter) of every method along ``cls``'s MRO to an instance of ``cls``."""
         found = self._self_envs.get(cls)
         if found is None:
-            bound: dict[tuple[str, str, str], Values] = {}
+            bound: dict[ParamKey, Values] = {}
             instance: Values = frozenset({Instance(cls)})
             for owner in self.classes.mro(cls)[0]:
                 summary = self.files.class_summary(owner)
                 for method in summary.methods if summary is not None else ():
                     if method.params and method.kind in ("method", "property"):
                         bound[(owner[0], f"{owner[1]}.{method.name}", method.params[0])] = instance
-            found = self._self_envs[cls] = bound
+            found = self._self_envs[cls] = Env(bound)
         return found
 
     def attribute(self, cls: ClassKey, name: str) -> Values:
@@ -166,6 +215,8 @@ class Evaluator:
             for attr, value in summary.attr_values if summary is not None else ():
                 if attr == name:
                     values |= self.evaluate(value, owner[0], env)
+        if not values or OPAQUE in values:
+            values.add(Slot(cls, name))
         result = self._attributes[key] = _capped(values)
         return result
 
@@ -194,8 +245,9 @@ class Evaluator:
                         pending.append(element)
         return frozenset(found)
 
-    def callers(self, name: str) -> list[tuple[CallSite, str]]:
-        """Calls (and their files) whose callee is written ``name`` or cannot be named statically."""
+    def callers(self, name: str) -> Iterator[tuple[CallSite, str]]:
+        """Calls (and their files) whose callee is written ``name``, then those whose callee is a module-level name
+        of its file (which may hold the function under another name)."""
         if self._callers is None:
             index: dict[str, list[tuple[CallSite, str]]] = {}
             for summary in self.files.summaries:
@@ -204,7 +256,9 @@ class Evaluator:
                     if isinstance(call.func, exprs.Global) and call.name:
                         index.setdefault("", []).append((call, summary.path))
             self._callers = index
-        return [*self._callers.get(name, ()), *(() if not name else self._callers.get("", ()))]
+        yield from self._callers.get(name, ())
+        if name:
+            yield from self._callers.get("", ())
 
     # -- expressions ---------------------------------------------------------------------------------------------
     def _evaluate(self, expr: Expr, path: str, env: Env) -> Iterable[Value]:
@@ -231,6 +285,10 @@ class Evaluator:
             return {v for option in expr.options for v in self.evaluate(option, path, env)}
         if isinstance(expr, exprs.InstanceOf):
             return self._instances_of(path, expr)
+        if isinstance(expr, exprs.Local):
+            return {Slot((path, expr.function), expr.name)}
+        if isinstance(expr, exprs.Compiled):
+            return {*self.evaluate(expr.value, path, env), Wrapper(path, expr.line, expr.column)}
         return UNKNOWN_VALUES
 
     def _symbol(self, symbol: Symbol) -> Iterable[Value]:
@@ -250,9 +308,11 @@ class Evaluator:
         if line:
             before = [b for b in bindings if b.line < line]
             bindings = before[-1:] or bindings
-        if not bindings:
-            return UNKNOWN_VALUES
-        return {v for binding in bindings for v in self.evaluate(binding.value, path)}
+        found = {v for binding in bindings for v in self.evaluate(binding.value, path)}
+        if not found:
+            found.add(OPAQUE)
+        found.add(Slot((path, ""), name))  # which object it is: the one this name holds
+        return found
 
     def _instances_of(self, path: str, expr: exprs.InstanceOf) -> Iterable[Value]:
         found: set[Value] = set()
@@ -319,7 +379,10 @@ class Evaluator:
             function = self.files.function_summary(callee.key)
             if function is None:
                 return UNKNOWN_VALUES
-            bound = self._bind(callee.key[0], callee.key[1], function.params, 0, call, path, env)
+            bound = NO_ENV
+            used = _params_used(function.returns)
+            if used:
+                bound = Env(self._bind(callee.key[0], callee.key[1], function.params, 0, call, path, env, used))
             return {v for r in function.returns for v in self.evaluate(r, callee.key[0], bound)} or UNKNOWN_VALUES
         if isinstance(callee, MethodValue):
             found = self.classes.find_method(callee.cls, callee.name)
@@ -327,33 +390,44 @@ class Evaluator:
                 return UNKNOWN_VALUES
             owner, method = found
             qualname = f"{owner[1]}.{method.name}"
-            binding: dict[tuple[str, str, str], Values] = {}
+            binding: dict[ParamKey, Values] = {}
             offset = 0
             if method.kind == "classmethod" and method.params:
                 binding[(owner[0], qualname, method.params[0])] = frozenset({ClassValue(callee.cls)})
                 offset = 1
             elif method.kind != "staticmethod" and not callee.on_class and method.params:
-                binding.update(self.self_env(callee.cls))
+                binding.update(self.self_env(callee.cls).bound)
                 offset = 1
-            binding.update(self._bind(owner[0], qualname, method.params, offset, call, path, env))
-            return self._returns(owner, method, binding) or UNKNOWN_VALUES
+            used = _params_used(method.returns)
+            if not used:
+                return self._returns(owner, method, NO_ENV) or UNKNOWN_VALUES
+            binding.update(self._bind(owner[0], qualname, method.params, offset, call, path, env, used))
+            return self._returns(owner, method, Env(binding)) or UNKNOWN_VALUES
         return UNKNOWN_VALUES
 
     def _returns(self, owner: ClassKey, method: MethodSummary, env: Env) -> Values:
         return frozenset(v for r in method.returns for v in self.evaluate(r, owner[0], env))
 
     def _bind(
-        self, path: str, qualname: str, params: tuple[str, ...], offset: int, call: exprs.Call, at: str, env: Env
-    ) -> dict[tuple[str, str, str], Values]:
-        """Parameters of the function ``qualname`` of ``path`` bound to the arguments of ``call`` (made in ``at``);
-        a parameter this call does not pass a followable value for holds nothing."""
-        bound: dict[tuple[str, str, str], Values] = {(path, qualname, p): NOTHING for p in params[offset:]}
+        self,
+        path: str,
+        qualname: str,
+        params: tuple[str, ...],
+        offset: int,
+        call: exprs.Call,
+        at: str,
+        env: Env,
+        used: frozenset[str],
+    ) -> dict[ParamKey, Values]:
+        """The parameters ``used`` of the function ``qualname`` of ``path`` bound to the arguments of ``call`` (made
+        in ``at``); one this call passes no followable value for holds nothing."""
+        bound: dict[ParamKey, Values] = {(path, qualname, p): NOTHING for p in params[offset:] if p in used}
         for index, argument in enumerate(call.args):
             position = index + offset
-            if position < len(params) and not exprs.is_trivial(argument):
+            if position < len(params) and params[position] in used and not exprs.is_trivial(argument):
                 bound[(path, qualname, params[position])] = self.evaluate(argument, at, env)
         for name, argument in call.keywords:
-            if name in params and not exprs.is_trivial(argument):
+            if name in used and not exprs.is_trivial(argument):
                 bound[(path, qualname, name)] = self.evaluate(argument, at, env)
         return bound
 
@@ -389,19 +463,17 @@ class Evaluator:
         else:
             target, spelled = FunctionValue((path, function)), last
         found: set[Value] = set()
-        followed = 0
-        for call, at in self.callers(spelled):
-            if followed >= MAX_CALLERS:
-                break
+        for call, at in itertools.islice(self.callers(spelled), MAX_CALLERS):
+            keyword = next((value for key, value in call.keywords if key == name), None)
+            positional = [call.args[i] for i in (index, index - 1) if 0 <= i < len(call.args)]
+            if all(exprs.is_trivial(a) for a in (*positional, keyword) if a is not None):
+                continue  # passes nothing to follow in that place (checked before evaluating the callee)
             offset = self._offset(self.evaluate(call.func, at), target, method)
             if offset is None:
                 continue
-            followed += 1
-            argument: Expr | None = None
+            argument: Expr | None = keyword
             if index >= offset and index - offset < len(call.args):
                 argument = call.args[index - offset]
-            else:
-                argument = next((value for key, value in call.keywords if key == name), None)
             if argument is not None and not exprs.is_trivial(argument):
                 found |= self.evaluate(argument, at)
         return found
@@ -435,6 +507,40 @@ class Evaluator:
                 if attr not in names:
                     names.append(attr)
         return names
+
+
+_USED: dict[int, frozenset[str]] = {}
+
+
+def _params_used(returns: tuple[Expr, ...]) -> frozenset[str]:
+    """The parameters a function's return values depend on: a call's other arguments cannot change what it
+    returns, and need not be evaluated (when none, one evaluation serves every call)."""
+    key = id(returns)
+    found = _USED.get(key)
+    if found is None:
+        found = frozenset(name for r in returns for name in _param_names(r))
+        if len(_USED) > 100_000:
+            _USED.clear()
+        _USED[key] = found
+    return found
+
+
+def _param_names(expr: Expr) -> Iterator[str]:
+    pending = [expr]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, exprs.Param):
+            yield node.name
+        elif isinstance(node, exprs.Call):
+            pending.append(node.func)
+            pending.extend(node.args)
+            pending.extend(v for _, v in node.keywords)
+        elif isinstance(node, exprs.Attr | exprs.Item | exprs.Compiled | exprs.InstanceOf):
+            pending.append(node.value)
+        elif isinstance(node, exprs.Items):
+            pending.extend(node.items)
+        elif isinstance(node, exprs.OneOf):
+            pending.extend(node.options)
 
 
 def _elements(value: Value) -> Iterable[Value]:

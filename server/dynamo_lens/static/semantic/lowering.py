@@ -35,8 +35,8 @@ MODULE_WRAPPERS = frozenset(
      "torch.nn.parallel.distributed.DistributedDataParallel"}
 )  # fmt: skip
 """Calls whose result runs the wrapped module's ``forward`` (or is that module)."""
-TRANSPARENT_CALLS = frozenset({"torch.compile", "torch._dynamo.optimize", PARTIAL}) | MODULE_WRAPPERS
-"""Calls that stand for their first argument: what they return calls it (``torch.compile(m)``, ``partial(f, 1)``)."""
+TRANSPARENT_CALLS = frozenset({PARTIAL}) | MODULE_WRAPPERS
+"""Calls that stand for their first argument: what they return calls it (``partial(f, 1)``, ``DDP(model)``)."""
 EXTERNAL_ROOTS = frozenset(
     {"torch", "numpy", "math", "os", "sys", "typing", "functools", "itertools", "collections", "logging",
      "warnings", "re", "json", "time", "random", "einops", "dataclasses", "copy", "inspect", "abc", "contextlib",
@@ -206,8 +206,20 @@ class Lowering:
             dotted = "torch.compile"
         if isinstance(func, ast.Call) and self.ctx.resolve(func.func) == "torch._dynamo.optimize":
             dotted = "torch.compile"  # torch._dynamo.optimize("eager")(f)
+        if dotted == "torch.compile" and node.args:
+            span = self.ctx.span(node)
+            return exprs.Compiled(self._lower(node.args[0], at, env, depth), span.line, span.column)
         if dotted in TRANSPARENT_CALLS and node.args:
             return self._lower(node.args[0], at, env, depth)
+        if (
+            isinstance(func, ast.Name)
+            and func.id in ("dict", "list", "tuple", "set")
+            and not self._is_bound(func.id, at)
+        ):
+            # a container built by its type: its elements are the argument's, and a dict's keyword values
+            parts: list[Expr] = [exprs.Item(self._lower(a, at, env, depth)) for a in node.args[:1]]
+            parts += [self._lower(k.value, at, env, depth) for k in node.keywords if k.arg is not None]
+            return exprs.Items(tuple(parts[:MAX_OPTIONS]))
         if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2:
             name = node.args[1]
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
@@ -236,7 +248,7 @@ class Lowering:
             if name in names.declared_global:
                 break
             if name in names.bindings or name in names.params:
-                narrowed = self._narrowed(name, position, names)
+                narrowed = self._narrowed(name, position, at, function, names, depth)
                 if narrowed is not None:
                     return narrowed
                 return self._local(name, position, at.path if function is at.scope.function else None, function,
@@ -274,6 +286,8 @@ class Lowering:
         options: list[Expr] = []
         if not dominated and name in names.params:
             options.append(exprs.Param(function.qualname, name, names.params[name]))
+        if bindings:
+            options.append(exprs.Local(function.qualname, name))
         for binding in chosen:
             key = id(binding.target)
             if key in self._stack:
@@ -325,7 +339,9 @@ class Lowering:
                 return exprs.Items((UNKNOWN, values))
         return exprs.Item(self._lower(iterable, at, env, depth))
 
-    def _narrowed(self, name: str, position: Position, names: _FunctionNames) -> Expr | None:
+    def _narrowed(
+        self, name: str, position: Position, at: NodeAt, function: Scope, names: _FunctionNames, depth: int
+    ) -> Expr | None:
         """An instance of the classes an ``isinstance(name, ...)`` test around (or just before) the use admits."""
         for statement in names.isinstance_guards:
             test, negated = statement.test, False
@@ -343,7 +359,8 @@ class Lowering:
                 continue
             refs = tuple(r for r in (self.ctx.ref(c) for c in classes) if r is not None)
             if refs:
-                return exprs.InstanceOf(refs)
+                path = at.path if function is at.scope.function else None
+                return exprs.InstanceOf(refs, self._local(name, position, path, function, names, depth))
         return None
 
     # -- names ---------------------------------------------------------------------------------------------------
@@ -501,21 +518,24 @@ def _calls_isinstance(test: ast.AST) -> bool:
 
 
 def _isinstance_classes(test: ast.AST, name: str) -> list[ast.expr]:
-    """The class expressions of ``isinstance(name, C)`` / ``isinstance(name, (C, D))`` in ``test`` (also as one
-    operand of ``and``)."""
-    tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-    for part in tests:
-        if (
-            isinstance(part, ast.Call)
-            and isinstance(part.func, ast.Name)
-            and part.func.id == "isinstance"
-            and len(part.args) == 2
-            and isinstance(part.args[0], ast.Name)
-            and part.args[0].id == name
-        ):
-            classes = part.args[1]
-            found = list(classes.elts) if isinstance(classes, ast.Tuple) else [classes]
-            return [c for c in found if isinstance(c, ast.Name | ast.Attribute)]
+    """The class expressions of ``isinstance(name, C)`` / ``isinstance(name, (C, D))`` in ``test``, also as one
+    operand of ``and``, and every one of them when all operands of an ``or`` test ``name``."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return next((found for part in test.values if (found := _isinstance_classes(part, name))), [])
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        each = [_isinstance_classes(part, name) for part in test.values]
+        return [c for found in each for c in found] if all(each) else []
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0], ast.Name)
+        and test.args[0].id == name
+    ):
+        classes = test.args[1]
+        found = list(classes.elts) if isinstance(classes, ast.Tuple) else [classes]
+        return [c for c in found if isinstance(c, ast.Name | ast.Attribute)]
     return []
 
 

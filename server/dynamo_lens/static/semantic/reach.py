@@ -18,13 +18,17 @@ from typing import Literal
 from dynamo_lens.static import exprs
 from dynamo_lens.static.semantic.classes import Hierarchy
 from dynamo_lens.static.semantic.evaluate import (
+    NO_ENV,
     Container,
     Evaluator,
+    External,
     FunctionValue,
     Instance,
     MethodValue,
+    Slot,
     Value,
     Values,
+    Wrapper,
 )
 from dynamo_lens.static.semantic.workspace import ClassKey, Files, FunctionKey
 from dynamo_lens.static.summary import CallSite, CompileSite, MethodSummary, Ref
@@ -51,6 +55,8 @@ class Reach:
         self._entries: dict[CompileSite, list[_State]] = {}
         self._successors: dict[_State, list[tuple[_State, bool]]] = {}
         self._always: dict[CompileSite, set[Node]] = {}
+        self._state_holders: dict[Value, list[CompileSite]] | None = None
+        self._call_holders: dict[Value, list[CompileSite]] | None = None
         self._link()
 
     # -- queries -------------------------------------------------------------------------------------------------
@@ -144,6 +150,48 @@ class Reach:
         if target is not None and target.kind == "module":
             return self._bindings.get((target.path, "", symbol))
         return None
+
+    def state_holders(self) -> dict[Value, list[CompileSite]]:
+        """What holds the state of compiled code, with the sites that compile it: the compiled module itself (the
+        wrapper ``torch.compile(m)`` returns shares ``m``'s attributes and mode), or the module whose submodules a
+        site compiles in place (``for block in model.layers: block.compile()``). Changing an attribute or the mode
+        of a value in here changes what compiled code reads."""
+        if self._state_holders is None:
+            self._state_holders = self._holders(state=True)
+        return self._state_holders
+
+    def call_holders(self) -> dict[Value, list[CompileSite]]:
+        """What runs compiled code when called, with the sites: the wrapper ``torch.compile(...)`` returned (not the
+        module it wraps), a module compiled in place by ``.compile()``, a module whose submodules were compiled in
+        place. Sites that compile nothing (``.compile()`` on a ``torch.nn`` layer: torch skips its frames) are
+        left out."""
+        if self._call_holders is None:
+            self._call_holders = self._holders(state=False)
+        return self._call_holders
+
+    def _holders(self, state: bool) -> dict[Value, list[CompileSite]]:
+        found: dict[Value, list[CompileSite]] = {}
+        for site in self.files.compile_sites():
+            values: set[Value] = set()
+            path = site.span.path
+            if site.form == "decorator":
+                values.update(self.evaluator.evaluate(site.target, path))  # the decorated name is the compiled one
+            elif site.form != "method":
+                values.add(Wrapper(path, site.span.line, site.span.column))
+            root = _root(site.target)
+            in_place = site.form == "method" or _element_of_something(site.target)
+            if state or in_place:
+                values.update(v for v in self.evaluator.evaluate(root, path) if _holds_modules(v))
+            if site.form == "method" and not self._entries.get(site):
+                continue  # compiles nothing we know of (a torch.nn layer's frames are skipped)
+            # which object it is when a name or attribute says so (``student``, not the other ``Net``), else what
+            # it is (a module built in a local variable has no such identity)
+            registered: set[Value] = values
+            if any(isinstance(v, Slot) for v in values):
+                registered = {v for v in values if isinstance(v, Slot | Wrapper)}
+            for value in registered:
+                found.setdefault(value, []).append(site)
+        return found
 
     def snapshot(self) -> object:
         """Equal for two links whose sites reach the same code (the editor's links compare them)."""
@@ -247,7 +295,7 @@ class Reach:
                     yield ("method", cls, event.attr, None), event.guarded
 
     def _called(self, calls: Iterable[CallSite], path: str, cls: ClassKey | None) -> Iterator[tuple[_State, bool]]:
-        env = self.evaluator.self_env(cls) if cls is not None else None
+        env = self.evaluator.self_env(cls) if cls is not None else NO_ENV
         for call in calls:
             func = call.func
             if (
@@ -260,6 +308,34 @@ class Reach:
                 continue  # self.m(): a state event, followed in order by _self_calls
             for state in self._entry_states(self.evaluator.evaluate(call.func, path, env)):
                 yield state, call.guarded
+
+
+def _root(target: exprs.Expr) -> exprs.Expr:
+    """The object a compile target is taken from: ``model`` for ``model.layers[0]``, for the loop variable of
+    ``for m in model.modules()`` (whatever ``isinstance`` test narrows it), and for ``model`` itself."""
+    while True:
+        target = exprs.without_identity(target)
+        if isinstance(target, exprs.Attr | exprs.Item | exprs.InstanceOf):
+            target = target.value
+        elif isinstance(target, exprs.Call) and isinstance(target.func, exprs.Attr) and not target.args:
+            target = target.func.value  # model.modules(), model.children()
+        else:
+            return target
+
+
+def _element_of_something(target: exprs.Expr) -> bool:
+    """An element of a container (``model.layers[i]``, a loop variable over submodules): compiling it with
+    ``torch.compile`` and storing the result back is regional compilation of the container's owner."""
+    target = exprs.without_identity(target)
+    while isinstance(target, exprs.Attr | exprs.InstanceOf):
+        target = exprs.without_identity(target.value)
+    return isinstance(target, exprs.Item)
+
+
+def _holds_modules(value: Value) -> bool:
+    return isinstance(value, Instance | Slot | Wrapper | FunctionValue | MethodValue) or (
+        isinstance(value, External) and value.instance
+    )
 
 
 def label(node: Node) -> str:

@@ -197,7 +197,7 @@ def _build(ctx: FileContext) -> Usage:
 def _torch_nn_instance(table: Usage, site: CompileSite) -> bool:
     """The site compiles an instance of a ``torch.nn`` class (``nn.Sequential(...)``, ``nn.Linear``), as the file
     shows it."""
-    target = table.ctx.module_value(site.target)
+    target = exprs.without_identity(table.ctx.module_value(exprs.without_identity(site.target)))
     return (
         isinstance(target, exprs.Call)
         and isinstance(target.func, exprs.Named)

@@ -344,6 +344,7 @@ def summary_exprs(summary: FileSummary) -> Iterator[exprs.Expr]:
     """Every lowered expression a file summary holds."""
     yield from (binding.value for binding in summary.bindings)
     yield from (site.target for site in summary.compile_sites)
+    yield from (switch.receiver for switch in summary.switches)
     calls = list(summary.calls)
     for function in summary.functions:
         calls.extend(function.calls)
