@@ -58,9 +58,8 @@ from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Edit, Fix, Severity, Span
-from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.context import RESETS, FileContext, NodeAt
 from dynamo_lens.static.semantic.usage import (
-    RESETS,
     Loop,
     UsageCandidate,
     judge_usage,

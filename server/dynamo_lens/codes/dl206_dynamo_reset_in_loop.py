@@ -42,10 +42,12 @@ import ast
 from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Related, Severity
-from dynamo_lens.static.context import FileContext
+from dynamo_lens.model import Finding, Related, Severity
+from dynamo_lens.static.context import RESETS, FileContext
+from dynamo_lens.static.semantic.evaluate import FunctionValue, MethodValue
+from dynamo_lens.static.semantic.index import WorkspaceIndex
+from dynamo_lens.static.semantic.program import PlacedCall, calls, reached_sites
 from dynamo_lens.static.semantic.usage import (
-    RESETS,
     HandleCall,
     Loop,
     Usage,
@@ -55,6 +57,8 @@ from dynamo_lens.static.semantic.usage import (
     scope_key,
     usage,
 )
+from dynamo_lens.static.summary import CallSite, CompileSite
+from dynamo_lens.torch_facts import TORCH
 
 RULE = Rule(
     code="DL206",
@@ -76,16 +80,10 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         if call is None:
             continue
         loops = table.enclosing_loops(at)
-        function = at.scope.function
-        helper = getattr(function.node, "name", "") if function is not None else ""
-        if loops:
-            reused = _reused_in(table, loops[-1], scope_key(at.scope))
-            where = "on every iteration of this loop"
-        elif helper and not any(site.scope == scope_key(at.scope) for site in ctx.compile_sites):
-            reused = _reused_around_calls_of(table, helper)
-            where = f"on every call of `{helper}()`, which a loop calls"
-        else:
-            continue
+        if not loops:
+            continue  # a reset in a function that a loop calls: judged across the workspace (judge_workspace)
+        reused = _reused_in(table, loops[-1], scope_key(at.scope))
+        where = "on every iteration of this loop"
         if reused is None:
             continue  # the loop does not reuse a compiled callable: e.g. one reset per experiment
         name = reused.handle.name
@@ -111,19 +109,59 @@ def _reused_in(table: Usage, loop: Loop, scope: str) -> HandleCall | None:
     return None
 
 
-def _reused_around_calls_of(table: Usage, helper: str) -> HandleCall | None:
-    """For each loop that calls ``helper``: a compiled callable the same loop reuses."""
-    for loop_scope, loops in table.loops.items():
-        for loop in loops:
-            calls_helper = any(
-                isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == helper
-                for node in ast.walk(loop)
+def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
+    """A reset in a function (or method) that a loop calls, where the same function also calls compiled code in a
+    loop: each call of the function throws the compiled entries away, and the loop compiles them again."""
+    for summary in index.summaries:
+        for span, function in summary.resets:
+            if any(site.scope == function for site in summary.compile_sites):
+                continue  # it resets what it compiles itself: one compile per call, by design
+            found = _loop_calling(index, summary.path, function)
+            if found is None:
+                continue
+            caller, compiled, sites = found
+            name = function.rpartition(".")[2]
+            message = (
+                f"the Dynamo cache is reset on every call of `{name}()`, which a loop calls next to compiled code: "
+                f"the reset drops every compiled entry, so the loop compiles them again after each call ({TORCH}: a "
+                "full compile per iteration, and `TORCH_LOGS=recompiles` shows none)"
             )
-            if calls_helper:
-                reused = _reused_in(table, loop, loop_scope)
-                if reused is not None:
-                    return reused
+            related = (
+                Related(caller.call.span, f"`{name}()` is called in a loop here"),
+                Related(compiled.call.span, "compiled code runs in the same loop here"),
+            )
+            yield index.finding(RULE, span, message, sites, related=related)
+
+
+def _loop_calling(
+    index: WorkspaceIndex, path: str, function: str
+) -> tuple[PlacedCall, PlacedCall, list[CompileSite]] | None:
+    """A call of ``function`` in a loop, and a call in the same calling function, also in a loop, that runs
+    compiled code."""
+    last = function.rpartition(".")[2]
+    for call, at in index.evaluator.callers(last):
+        summary = index.summary(at)
+        if summary is None or not call.in_loop or not _calls(index, call, at, path, function):
+            continue
+        for placed in calls(summary):
+            if placed.call.in_loop and placed.call is not call and placed.call.name != last:
+                sites = reached_sites(index, placed)
+                if sites:
+                    caller = next(p for p in calls(summary) if p.call is call)
+                    return caller, placed, sites
     return None
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge_usage)
+def _calls(index: WorkspaceIndex, call: CallSite, at: str, path: str, function: str) -> bool:
+    """``call`` (made in ``at``) calls the function or method ``function`` of ``path``."""
+    for value in index.evaluator.evaluate(call.func, at):
+        if isinstance(value, FunctionValue) and value.key == (path, function):
+            return True
+        if isinstance(value, MethodValue):
+            found = index.find_method(value.cls, value.name)
+            if found is not None and found[0] == (path, function.rpartition(".")[0]):
+                return True
+    return False
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge_usage, judge_workspace=judge_workspace)

@@ -65,17 +65,15 @@ RULE = Rule(
 
 
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
-    """Calls under a grad-mode context first (few), then, in the files they are in, the calls that could be the
-    same callable (the callee written the same way) to find one in another mode. A compile site shared by several
-    programs (a helper that compiles what each training script passes it) is judged file by file."""
+    """Calls under a grad-mode context first (few), then the other calls of the files they are in, to find one in
+    another mode. A compile site shared by several programs (a helper that compiles what each training script
+    passes it) is judged file by file."""
     contexts: dict[tuple[CompileSite, str], list[PlacedCall]] = {}
-    names: set[str] = set()
     for summary in index.summaries:
         for placed in calls(summary):
             if placed.call.grad and placed.call.grad != GRAD:
                 for site in reached_sites(index, placed):
                     contexts.setdefault((site, placed.path), []).append(placed)
-                    names.add(placed.call.name)
     if not contexts:
         return
     modes = {key: {p.call.grad for p in found} for key, found in contexts.items()}
@@ -83,7 +81,7 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
     for path in sorted({path for _, path in contexts}):  # validation beside the training loop
         found_summary = index.summary(path)
         for placed in calls(found_summary) if found_summary is not None else ():
-            if placed.call.name in names and placed.call.grad in ("", GRAD):
+            if placed.call.grad in ("", GRAD):
                 for site in reached_sites(index, placed):
                     modes.setdefault((site, path), set()).add(GRAD)
                     grad_functions.setdefault((site, path), set()).add(placed.function)

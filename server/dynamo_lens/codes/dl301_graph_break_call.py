@@ -14,7 +14,7 @@ for it:
 | `logging.info(...)` and the other module-level `logging` functions | GB4841 (breaks inside `logging`) |
 | `warnings.warn(...)`, `time.time()`, `time.perf_counter()`, `time.monotonic()` | GB0007 (skipped function) |
 | `copy.deepcopy(t)` | GB4198 "Attempted to copy.deepcopy a tensor" |
-| `torch.nonzero(t)` / `t.nonzero()` | GB0036 "Dynamic shape operator" |
+| `torch.nonzero(t)`, `t.nonzero(as_tuple=True)`, one-argument `torch.where(mask)` | GB0036 "Dynamic shape operator" |
 | `torch.equal(a, b)`, `torch.allclose(a, b)` | GB0033 "Data dependent operator" |
 | `repr(t)` | GB0569 "repr() on tensor" |
 
@@ -38,7 +38,8 @@ def step(x):
 Keep values as tensors (`y / y.sum()`); log outside the compiled region, or register the function in
 `torch._dynamo.config.reorderable_logging_functions`; for `.item()`, set
 `torch._dynamo.config.capture_scalar_outputs = True` (the scalar becomes a symbolic value in the graph); for
-`nonzero`, `torch._dynamo.config.capture_dynamic_output_shape_ops = True`, or `torch.where` with a fixed shape.
+`nonzero`, `torch._dynamo.config.capture_dynamic_output_shape_ops = True`, or three-argument `torch.where` (a fixed
+shape).
 
 ## Known limitations
 Whether a value is a tensor is inferred from how it was made (a `torch.*` call, a tensor method, an argument
@@ -108,7 +109,9 @@ LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
 around it (``transformers.utils.logging.get_logger``)."""
 SKIPPED_FUNCTIONS = frozenset({"warnings.warn", "time.time", "time.perf_counter", "time.monotonic"})
 DATA_DEPENDENT_FUNCTIONS = frozenset({"torch.equal", "torch.allclose"})
-IMPORTABLE = frozenset({"deepcopy", "nonzero", "equal", "allclose"} | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS})
+IMPORTABLE = frozenset(
+    {"deepcopy", "nonzero", "equal", "allclose", "where"} | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS}
+)
 BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr"}) | IMPORTABLE
 ATTRIBUTES = LOGGER_METHODS | {"item", "tolist"} | IMPORTABLE
 
@@ -172,7 +175,7 @@ def _classify(
             return ITEM
         if method == "tolist" and not call.args and not call.keywords:
             return TOLIST
-        if method == "nonzero" and not _as_tuple(call):
+        if method == "nonzero":
             return NONZERO
         if method in LOGGER_METHODS and _is_logger(func.value, ctx, loggers):
             return LOGGER
@@ -186,8 +189,8 @@ def _classify(
         return LOGGING
     if dotted in SKIPPED_FUNCTIONS:
         return SKIPPED
-    if dotted == "torch.nonzero" and not _as_tuple(call):
-        return NONZERO
+    if dotted == "torch.nonzero" or (dotted == "torch.where" and len(call.args) == 1 and not call.keywords):
+        return NONZERO  # `torch.where(mask)` is `nonzero(as_tuple=True)`: a data-dependent output size
     if dotted in DATA_DEPENDENT_FUNCTIONS:
         return DATA_DEPENDENT
     if dotted == "copy.deepcopy" and call.args and tensors is not None and tensors.is_tensor(call.args[0]):
@@ -205,10 +208,6 @@ def _builtin(name: str, call: ast.Call, tensors: TensorInference | None) -> Grap
     if name == "str":
         return PRINT
     return REPR if name == "repr" else None
-
-
-def _as_tuple(call: ast.Call) -> bool:
-    return any(k.arg == "as_tuple" for k in call.keywords)
 
 
 def _is_logger(owner: ast.AST, ctx: FileContext, loggers: frozenset[str]) -> bool:

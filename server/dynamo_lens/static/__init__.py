@@ -125,6 +125,7 @@ def summarize_walked(ctx: FileContext, walker: Walker, error: str | None = None)
         bindings=tuple(facts.bindings),
         calls=tuple(facts.calls),
         switches=tuple(facts.switches),
+        resets=tuple(facts.resets),
         compile_sites=ctx.compile_sites,
         candidates=tuple(candidates),
         import_end=walker.import_end,

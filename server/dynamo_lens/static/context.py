@@ -20,6 +20,8 @@ from dynamo_lens.static.summary import LOCAL, CompileSite, ModuleBinding, Ref
 TORCH_COMPILE = "torch.compile"
 DYNAMO_OPTIMIZE = ("torch._dynamo.optimize", "torch._dynamo.eval_frame.optimize")
 PARTIAL = "functools.partial"
+RESETS = frozenset({"torch._dynamo.reset", "torch.compiler.reset", "torch._dynamo.eval_frame.reset"})
+"""Calls that drop every compiled entry."""
 IS_COMPILING = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling"})
 DISABLE_DECORATORS = frozenset(
     {"torch.compiler.disable", "torch._dynamo.disable", "torch._dynamo.eval_frame.disable", "torch.jit.ignore"}

@@ -125,6 +125,8 @@ class MethodSummary:
     """What its ``return`` statements return (only what can matter: see ``exprs.is_trivial``)."""
     builds: tuple[CallRef, ...] = ()
     """Calls of capitalised names (``nn.Linear(4, 4)``, ``Block(cfg)``): classes it may instantiate."""
+    annotations: tuple[tuple[str, Ref], ...] = ()
+    """Parameters annotated with a class (``model: GPT``, ``m: "Block | None"``): what they hold when no call says."""
     lookups: frozenset[str] = frozenset()
     """Attributes of ``self`` whose keys it looks up (``key in self.cache``, ``self.cache.get(key)``): caches."""
 
@@ -169,6 +171,8 @@ class FunctionSummary:
     """Positional parameter names."""
     returns: tuple[Expr, ...] = ()
     """What its ``return`` statements return (only what can matter)."""
+    annotations: tuple[tuple[str, Ref], ...] = ()
+    """Parameters annotated with a class (``model: GPT``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +222,9 @@ class CompileSite:
     """Keyword arguments as written (``("dynamic", "True")``), source text cut to 80 characters."""
     in_loop: bool
     """Evaluated inside a ``for``/``while`` body of its scope."""
+    assigned: tuple[str, ...] = ()
+    """Those of ``names`` the compiled result is assigned to (``cm`` in ``cm = torch.compile(m)``, ``model`` in
+    ``model = torch.compile(model)``): calling them runs compiled code."""
     module_names: tuple[str, ...] = ()
     """Those of ``names`` that are module-level names (the site is at module level, or its function declares them
     ``global``): other functions and files see them."""
@@ -246,6 +253,8 @@ class FileSummary:
     """Calls made at module level (``generate(model, ...)`` under ``if __name__ == "__main__":``)."""
     switches: tuple[ModeSwitch, ...] = ()
     """Every ``.eval()`` / ``.train()`` call of the file."""
+    resets: tuple[tuple[Span, str], ...] = ()
+    """``torch._dynamo.reset()`` / ``torch.compiler.reset()`` calls made in a function (with its qualified name)."""
     compile_sites: tuple[CompileSite, ...] = ()
     candidates: tuple[Candidate, ...] = ()
     import_end: int = 1

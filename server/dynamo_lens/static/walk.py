@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from dynamo_lens.model import Span
 from dynamo_lens.static import exprs
-from dynamo_lens.static.context import DISABLE_DECORATORS, PARTIAL, FileContext, NodeAt, Scope
+from dynamo_lens.static.context import DISABLE_DECORATORS, PARTIAL, RESETS, FileContext, NodeAt, Scope
 from dynamo_lens.static.exprs import Expr, constant_kind
 from dynamo_lens.static.semantic import lowering as lowering_limits
 from dynamo_lens.static.semantic.contexts import compiling_test, grad_context
@@ -181,6 +181,7 @@ class _Frozen:
     bindings: tuple[ModuleBinding, ...]
     calls: tuple[CallSite, ...]
     switches: tuple[ModeSwitch, ...]
+    resets: tuple[tuple[Span, str], ...]
 
 
 @dataclass(slots=True)
@@ -192,6 +193,7 @@ class BlockFacts:
     bindings: list[ModuleBinding] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     switches: list[ModeSwitch] = field(default_factory=list)
+    resets: list[tuple[Span, str]] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)
@@ -668,7 +670,7 @@ class Walker:
                 self._visit_arguments(node)
                 name = func.attr
                 if name in CONTAINER_METHODS:
-                    self._event("mutate", owner, node, detail=name)
+                    self._event("mutate", owner, node, detail=name, value=node.args[-1] if node.args else None)
                 elif name.endswith("_") and not name.startswith("_"):
                     self._event("inplace", owner, node, detail=name)
                 else:
@@ -783,7 +785,7 @@ class Walker:
                     elif function is not None and _mentions(target.slice, function.scope.params):
                         self._event("setattr", "", target, text=self.ctx.source(target.slice))
                 else:
-                    self._event("mutate", owner, target, detail="setitem", text=_key_text(target.slice))
+                    self._event("mutate", owner, target, detail="setitem", text=_key_text(target.slice), value=value)
                 return
         self.visit(target)
 
@@ -835,6 +837,7 @@ class Walker:
             facts.bindings.extend(frozen.bindings)
             facts.calls.extend(frozen.calls)
             facts.switches.extend(frozen.switches)
+            facts.resets.extend(frozen.resets)
         return facts
 
     def lowering(self) -> Lowering:
@@ -849,9 +852,12 @@ class Walker:
         """id of the function node (0 for module level) → the calls it makes."""
         builds: dict[int, list[CallRef]] = {}
         switches: list[ModeSwitch] = []
+        resets: list[tuple[Span, str]] = []
         for at in block.nodes.get(ast.Call, ()):
             call = at.node
             assert isinstance(call, ast.Call)
+            if at.scope.function is not None and self.ctx.resolve(call.func) in RESETS and not at.eager_only:
+                resets.append((self.ctx.span(call), at.scope.function.qualname))
             if isinstance(call.func, ast.Attribute) and call.func.attr in ("eval", "train") and not at.eager_only:
                 mode = _mode_switched(call)
                 if mode is not None:
@@ -892,12 +898,51 @@ class Walker:
                 f.disabled,
                 _positional(f.node),
                 tuple(returns.get(id(f.node), ())),
+                self._annotations(f),
             )
             for f in block.functions
         )
         return _Frozen(
-            names, line, classes, functions, self._module_bindings(block), tuple(calls.get(0, ())), tuple(switches)
+            names,
+            line,
+            classes,
+            functions,
+            self._module_bindings(block),
+            tuple(calls.get(0, ())),
+            tuple(switches),
+            tuple(resets),
         )
+
+    def _annotated_attributes(self, builder: _ClassBuilder) -> Iterator[tuple[str, Expr]]:
+        """``self.cache: KVCache | None = None`` in a method: the attribute holds a ``KVCache`` when it holds
+        something (the annotation says what the ``None`` becomes)."""
+        methods = {id(m.node): m for m in builder.methods}
+        for at in self.ctx.nodes(ast.AnnAssign):
+            function = at.scope.function
+            method = methods.get(id(function.node)) if function is not None else None
+            node = at.node
+            assert isinstance(node, ast.AnnAssign)
+            if method is None or method.self_name is None or not _is_self_target(node.target, method.self_name):
+                continue
+            refs = [
+                ref
+                for name in _annotated_names(node.annotation)
+                if (ref := self.ctx.ref(name, builder.outer)) is not None and ref.last[:1].isupper()
+            ]
+            if refs:
+                assert isinstance(node.target, ast.Attribute)
+                yield node.target.attr, exprs.InstanceOf(tuple(refs), exprs.UNKNOWN)
+
+    def _annotations(self, builder: _FunctionBuilder) -> tuple[tuple[str, Ref], ...]:
+        """The parameters annotated with a class name (``model: GPT``, ``"GPT"``, ``GPT | None``)."""
+        found: list[tuple[str, Ref]] = []
+        args = builder.node.args
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            for name in _annotated_names(arg.annotation):
+                ref = self.ctx.ref(name, builder.scope.parent)
+                if ref is not None and ref.last[:1].isupper():
+                    found.append((arg.arg, ref))
+        return tuple(found)
 
     def _call_site(self, lowering: Lowering, call: ast.Call, at: NodeAt, func: Expr) -> CallSite:
         callee = call.func
@@ -967,18 +1012,22 @@ class Walker:
                 params=_positional(m.node),
                 returns=tuple(returns.get(id(m.node), ())),
                 builds=tuple(builds.get(id(m.node), ())),
+                annotations=self._annotations(m),
                 lookups=frozenset(m.lookups),
             )
             for m in builder.methods
         )
         lowering = self.lowering()
-        attr_values: list[tuple[str, Expr]] = []
+        attr_values: list[tuple[str, Expr]] = list(self._annotated_attributes(builder))
         for m in builder.methods:
             for e in m.events:
-                if e.kind == "write" and e.value is not None:
-                    value = lowering.value(e.value, NodeAt(e.node, m.scope, 0, 0, e.branch))
-                    if not exprs.is_trivial(value) and (e.attr, value) not in attr_values:
-                        attr_values.append((e.attr, value))
+                if e.value is None or e.kind not in ("write", "mutate"):
+                    continue
+                value = lowering.value(e.value, NodeAt(e.node, m.scope, 0, 0, e.branch))
+                if e.kind == "mutate":  # `self.blocks.append(b)`, `.extend(bs)`, `.update({...})`, `self.d[k] = v`
+                    value = exprs.Items((exprs.Item(value) if e.detail in ("extend", "update") else value,))
+                if not exprs.is_trivial(value) and (e.attr, value) not in attr_values:
+                    attr_values.append((e.attr, value))
         init_attrs = tuple(self._freeze_init(a, builder.scope) for a in builder.init_attrs.values())
         body = builder.node.body[0] if builder.node.body else builder.node
         return ClassSummary(
@@ -1070,6 +1119,29 @@ _HANDLERS: dict[type[ast.AST], Callable[[Walker, Any], None]] = {
 walked tree alive after ``summarize`` returns)."""
 if sys.version_info >= (3, 11):
     _HANDLERS[ast.TryStar] = Walker._try
+
+
+def _is_self_target(target: ast.expr, self_name: str) -> bool:
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name
+
+
+def _annotated_names(annotation: ast.expr | None) -> list[ast.expr]:
+    """The class names an annotation admits: ``GPT``, ``"GPT"``, ``GPT | None``, ``Optional[GPT]``."""
+    if annotation is None:
+        return []
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return []
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _annotated_names(annotation.left) + _annotated_names(annotation.right)
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name | ast.Attribute):
+        last = annotation.value.attr if isinstance(annotation.value, ast.Attribute) else annotation.value.id
+        if last == "Optional":
+            return _annotated_names(annotation.slice)
+        return []
+    return [annotation] if isinstance(annotation, ast.Name | ast.Attribute) else []
 
 
 def _mode_switched(call: ast.Call) -> str | None:

@@ -140,6 +140,7 @@ class _Finder:
             scope=at.scope.qualname,
             names=names,
             module_names=module_names,
+            assigned=assigned,
             options=self._options(keywords),
             in_loop=at.loop_depth > 0,
         )

@@ -215,10 +215,30 @@ class Evaluator:
             for attr, value in summary.attr_values if summary is not None else ():
                 if attr == name:
                     values |= self.evaluate(value, owner[0], env)
+        if not values:
+            values.update(self._field(cls, name))
         if not values or OPAQUE in values:
             values.add(Slot(cls, name))
         result = self._attributes[key] = _capped(values)
         return result
+
+    def _field(self, cls: ClassKey, name: str) -> Iterable[Value]:
+        """A field of a class without an ``__init__`` of its own (a ``@dataclass``, a ``NamedTuple``): what its
+        constructor calls pass for it, by keyword or by position in the class body's order."""
+        summary = self.files.class_summary(cls)
+        if summary is None or name not in summary.class_attrs or self.classes.find_method(cls, "__init__"):
+            return NOTHING
+        position = summary.class_attrs.index(name)
+        found: set[Value] = set()
+        for call, at in itertools.islice(self.callers(cls[1].rpartition(".")[2]), MAX_CALLERS):
+            if ClassValue(cls) not in self.evaluate(call.func, at):
+                continue
+            argument = next((value for key, value in call.keywords if key == name), None)
+            if argument is None and position < len(call.args):
+                argument = call.args[position]
+            if argument is not None and not exprs.is_trivial(argument):
+                found |= self.evaluate(argument, at)
+        return found
 
     def submodules(self, values: Iterable[Value], recursive: bool) -> Values:
         """The modules held by ``values`` (instances' module attributes, containers' elements), and theirs too when
@@ -342,6 +362,8 @@ class Evaluator:
             return self._symbol(symbol) if symbol is not None else UNKNOWN_VALUES
         if isinstance(value, External) and not value.instance:
             return {External(f"{value.dotted}.{name}")}
+        if isinstance(value, Container):
+            return {*value.elements, OPAQUE}  # `self.transformer.h` of an `nn.ModuleDict(dict(h=...))`: some element
         return UNKNOWN_VALUES
 
     # -- calls ---------------------------------------------------------------------------------------------------
@@ -449,9 +471,24 @@ class Evaluator:
             kind = ClassValue if method.kind == "classmethod" else Instance
             result = frozenset(kind(k) for k in keys[:MAX_VALUES])
         else:
-            result = _capped(self._passed(path, function, name, index, method))
+            result = _capped(
+                {*self._passed(path, function, name, index, method), *self._annotated(path, function, name)}
+            )
         self._params[key] = result
         return result
+
+    def _annotated(self, path: str, function: str, name: str) -> Iterable[Value]:
+        """Instances of the workspace class a parameter is annotated with (and of its subclasses)."""
+        owner, _, last = function.rpartition(".")
+        summary = self.files.class_summary((path, owner)) if owner else None
+        method = summary.method(last) if summary is not None else None
+        found = method if method is not None else self.files.function_summary((path, function))
+        for param, ref in found.annotations if found is not None else ():
+            if param == name:
+                key = self.files.resolve_class(path, ref)
+                if key is not None:
+                    yield Instance(key)
+                    yield from (Instance(sub) for sub in self.classes.subclasses(key)[:MAX_VALUES])
 
     def _passed(self, path: str, function: str, name: str, index: int, method: MethodSummary | None) -> Iterable[Value]:
         owner, _, last = function.rpartition(".")

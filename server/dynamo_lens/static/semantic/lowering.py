@@ -80,8 +80,17 @@ class _FunctionNames:
         self.bindings = bindings
         self.declared_global: set[str] = set()
         self.declared_nonlocal: set[str] = set()
-        self.isinstance_guards = guards
-        """``if`` statements of the function whose test calls ``isinstance``."""
+        self.isinstance_guards: dict[str, list[tuple[ast.If, list[ast.expr], bool]]] = {}
+        """Per variable, the ``if`` statements of the function that test ``isinstance(variable, ...)``: the
+        statement, the class expressions, and whether the test is negated."""
+        for statement in guards:
+            test, negated = statement.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            for tested in _isinstance_names(test):
+                classes = _isinstance_classes(test, tested)
+                if classes:
+                    self.isinstance_guards.setdefault(tested, []).append((statement, classes, negated))
 
 
 class Lowering:
@@ -91,6 +100,8 @@ class Lowering:
         self.ctx = ctx
         self._functions: dict[int, _FunctionNames] | None = None
         self._stack: list[int] = []
+        self._bound: dict[tuple[int, str], Expr] = {}
+        """What a binding statement assigns to a name (lowered once however often the name is read)."""
 
     # -- entry points --------------------------------------------------------------------------------------------
     def value(self, node: ast.AST, at: NodeAt, env: Mapping[str, Expr] | None = None) -> Expr:
@@ -228,6 +239,12 @@ class Lowering:
                     return _one_of((found, self._lower(node.args[2], at, env, depth)))
                 return found
         callee = self._lower(func, at, env, depth)
+        if not isinstance(callee, exprs.Named | exprs.Global | exprs.Attr) or (
+            isinstance(callee, exprs.Attr) and not isinstance(callee.value, exprs.Named | exprs.Global)
+        ):
+            # a call of a method of a value, of a module instance, of a parameter: what it returns never depends on
+            # what we could follow in its arguments (`x = self.norm(x)` chains stay small)
+            return exprs.Call(callee)
         args = tuple(
             UNKNOWN if isinstance(a, _SIMPLE) else self._display_item(a, at, env, depth)
             for a in node.args[:MAX_OPTIONS]
@@ -290,13 +307,16 @@ class Lowering:
             options.append(exprs.Local(function.qualname, name))
         for binding in chosen:
             key = id(binding.target)
-            if key in self._stack:
-                continue
-            self._stack.append(key)
-            try:
-                options.append(self._bound_value(name, binding, function, depth))
-            finally:
-                self._stack.pop()
+            found = self._bound.get((key, name))
+            if found is None:
+                if key in self._stack:
+                    continue
+                self._stack.append(key)
+                try:
+                    found = self._bound[(key, name)] = self._bound_value(name, binding, function, depth)
+                finally:
+                    self._stack.pop()
+            options.append(found)
         return _one_of(options)
 
     def _bound_value(self, name: str, binding: _Binding, function: Scope, depth: int) -> Expr:
@@ -343,13 +363,7 @@ class Lowering:
         self, name: str, position: Position, at: NodeAt, function: Scope, names: _FunctionNames, depth: int
     ) -> Expr | None:
         """An instance of the classes an ``isinstance(name, ...)`` test around (or just before) the use admits."""
-        for statement in names.isinstance_guards:
-            test, negated = statement.test, False
-            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                test, negated = test.operand, True
-            classes = _isinstance_classes(test, name)
-            if not classes:
-                continue
+        for statement, classes, negated in names.isinstance_guards.get(name, ()):
             if negated:
                 # `if not isinstance(m, Block): continue` above the use, in the same loop body
                 jumps = statement.body and isinstance(statement.body[-1], ast.Continue | ast.Return)
@@ -515,6 +529,19 @@ def _target_names(target: ast.AST) -> list[ast.Name]:
 def _calls_isinstance(test: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "isinstance" for n in
                ast.walk(test))  # fmt: skip
+
+
+def _isinstance_names(test: ast.AST) -> set[str]:
+    """The variables ``isinstance(...)`` calls in ``test`` check."""
+    return {
+        node.args[0].id
+        for node in ast.walk(test)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and node.args
+        and isinstance(node.args[0], ast.Name)
+    }
 
 
 def _isinstance_classes(test: ast.AST, name: str) -> list[ast.expr]:

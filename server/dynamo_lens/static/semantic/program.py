@@ -54,20 +54,26 @@ def compiled_callees(index: WorkspaceIndex, placed: PlacedCall) -> list[CompileS
     return found
 
 
+MAX_HOPS = 3
+"""How many calls deep :func:`reached_sites` looks for compiled code under a grad context."""
+
+
 def reached_sites(index: WorkspaceIndex, placed: PlacedCall) -> list[CompileSite]:
-    """The compile sites whose compiled code the call runs, directly or through the workspace function it calls
+    """The compile sites whose compiled code the call runs, directly or through the workspace functions it calls
     (``self._loss_step(batch)``, whose own call of the compiled model sets no grad mode of its own and so runs in
-    the mode of this call)."""
+    the mode of this call), up to :data:`MAX_HOPS` calls deep."""
     found = compiled_callees(index, placed)
     for value in index.evaluator.evaluate(placed.call.func, placed.path):
-        for inner in _inner_compiled_calls(index, value):
+        for inner in _inner_compiled_calls(index, value, MAX_HOPS):
             if inner not in found:
                 found.append(inner)
     return found
 
 
-def _inner_compiled_calls(index: WorkspaceIndex, value: Value) -> list[CompileSite]:
+def _inner_compiled_calls(index: WorkspaceIndex, value: Value, hops: int) -> list[CompileSite]:
     """The sites that calls inside the function or method ``value`` run without setting a grad mode of their own."""
+    if hops <= 0:
+        return []
     if isinstance(value, FunctionValue):
         function = index.files.function_summary(value.key)
         inner = [PlacedCall(c, value.key[0], value.key[1]) for c in function.calls] if function is not None else []
@@ -79,10 +85,18 @@ def _inner_compiled_calls(index: WorkspaceIndex, value: Value) -> list[CompileSi
         inner = [PlacedCall(c, owner[0], f"{owner[1]}.{summary.name}") for c in summary.calls]
     else:
         return []
-    key = ("program.inner", value)
-    return index.memo(
-        key, lambda: list(dict.fromkeys(s for p in inner if not p.call.grad for s in compiled_callees(index, p)))
-    )
+
+    def compute() -> list[CompileSite]:
+        found: list[CompileSite] = []
+        for placed in inner:
+            if placed.call.grad:
+                continue
+            found.extend(compiled_callees(index, placed))
+            for callee in index.evaluator.evaluate(placed.call.func, placed.path):
+                found.extend(_inner_compiled_calls(index, callee, hops - 1))
+        return list(dict.fromkeys(found))
+
+    return index.memo(("program.inner", value, hops), compute)
 
 
 def switched_sites(index: WorkspaceIndex, path: str, switch: ModeSwitch) -> list[CompileSite]:

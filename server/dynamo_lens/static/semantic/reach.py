@@ -178,6 +178,9 @@ class Reach:
                 values.update(self.evaluator.evaluate(site.target, path))  # the decorated name is the compiled one
             elif site.form != "method":
                 values.add(Wrapper(path, site.span.line, site.span.column))
+                # the names the wrapper is assigned to (`model = torch.compile(model)`): calls through them later
+                for name in site.assigned:
+                    values.add(Slot((path, "" if name in site.module_names else site.scope), name))
             root = _root(site.target)
             in_place = site.form == "method" or _element_of_something(site.target)
             if state or in_place:
@@ -314,13 +317,13 @@ def _root(target: exprs.Expr) -> exprs.Expr:
     """The object a compile target is taken from: ``model`` for ``model.layers[0]``, for the loop variable of
     ``for m in model.modules()`` (whatever ``isinstance`` test narrows it), and for ``model`` itself."""
     while True:
-        target = exprs.without_identity(target)
-        if isinstance(target, exprs.Attr | exprs.Item | exprs.InstanceOf):
-            target = target.value
-        elif isinstance(target, exprs.Call) and isinstance(target.func, exprs.Attr) and not target.args:
-            target = target.func.value  # model.modules(), model.children()
+        inner = exprs.without_identity(target)
+        if isinstance(inner, exprs.Attr | exprs.Item | exprs.InstanceOf):
+            target = inner.value
+        elif isinstance(inner, exprs.Call) and isinstance(inner.func, exprs.Attr) and not inner.args:
+            target = inner.func.value  # model.modules(), model.children()
         else:
-            return target
+            return target  # with its identity: which variable holds it
 
 
 def _element_of_something(target: exprs.Expr) -> bool:

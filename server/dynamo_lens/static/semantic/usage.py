@@ -23,8 +23,6 @@ from dynamo_lens.static.summary import AttrInit, Candidate, CompileSite, Ref
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
 
-RESETS = frozenset({"torch._dynamo.reset", "torch.compiler.reset", "torch._dynamo.eval_frame.reset"})
-"""Calls that drop every compiled entry."""
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 Loop = ast.For | ast.AsyncFor | ast.While
 Kind = Literal["int", "float", "str"]
