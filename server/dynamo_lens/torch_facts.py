@@ -64,6 +64,19 @@ DATA_DEPENDENT = GraphBreak(
     "GB0033", "Data dependent operator", "compare as tensors (`(a == b).all()` feeding `torch.where`)"
 )
 REPR = GraphBreak("GB0569", "repr() on tensor", "format the tensor outside the compiled code")
+BACKWARD = GraphBreak(
+    "GB0123", "Unsupported Tensor.backward() call", "call `backward()` on the compiled function's output, outside it"
+)
+ASYNC_COLLECTIVE = GraphBreak(
+    "GB0172",
+    "async_op=True for distributed collectives",
+    "use the synchronous collective (`async_op=False`) inside compiled code, or launch it outside",
+)
+P2P = GraphBreak(
+    "GB1750",
+    "P2P compilation disabled for P2POp construction",
+    "build the point-to-point ops outside the compiled code, or use a collective Dynamo traces (`all_gather`)",
+)
 BRANCH = GraphBreak("GB0170", "Data-dependent branching", "use `torch.where(...)` or `torch.cond(...)`")
 
 BREAK_IN_LOOP = (

@@ -82,7 +82,8 @@ _FORM_TEXT = {
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
     for summary in index.summaries:
         for site in summary.compile_sites:
-            yield _finding(index, summary.path, site)
+            if not index.reach.own_compile(site):
+                yield _finding(index, summary.path, site)
 
 
 def _finding(index: WorkspaceIndex, path: str, site: CompileSite) -> Finding:

@@ -17,6 +17,9 @@ for it:
 | `torch.nonzero(t)`, `t.nonzero(as_tuple=True)`, one-argument `torch.where(mask)` | GB0036 "Dynamic shape operator" |
 | `torch.equal(a, b)`, `torch.allclose(a, b)` | GB0033 "Data dependent operator" |
 | `repr(t)` | GB0569 "repr() on tensor" |
+| `loss.backward()` | GB0123 "Unsupported Tensor.backward() call" |
+| a `torch.distributed` collective with `async_op=True` | GB0172 "async_op=True for distributed collectives" |
+| `torch.distributed.P2POp(...)` | GB1750 "P2P compilation disabled for P2POp construction" |
 
 ## Why it matters
 At a graph break Dynamo ends the graph, runs the call in Python and resumes in a new frame
@@ -75,6 +78,8 @@ from dynamo_lens.static.semantic.bodies import (
 )
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.torch_facts import (
+    ASYNC_COLLECTIVE,
+    BACKWARD,
     BREAK_IN_LOOP,
     DATA_DEPENDENT,
     DEEPCOPY,
@@ -82,6 +87,7 @@ from dynamo_lens.torch_facts import (
     LOGGER,
     LOGGING,
     NONZERO,
+    P2P,
     PRINT,
     REPR,
     SKIPPED,
@@ -109,11 +115,17 @@ LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
 around it (``transformers.utils.logging.get_logger``)."""
 SKIPPED_FUNCTIONS = frozenset({"warnings.warn", "time.time", "time.perf_counter", "time.monotonic"})
 DATA_DEPENDENT_FUNCTIONS = frozenset({"torch.equal", "torch.allclose"})
+COLLECTIVES = frozenset(
+    {"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
+     "all_to_all_single", "broadcast", "reduce", "gather", "scatter", "barrier", "send", "recv", "isend", "irecv"}
+)  # fmt: skip
+"""``torch.distributed`` functions that take ``async_op``."""
 IMPORTABLE = frozenset(
     {"deepcopy", "nonzero", "equal", "allclose", "where"} | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS}
 )
-BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr"}) | IMPORTABLE
-ATTRIBUTES = LOGGER_METHODS | {"item", "tolist"} | IMPORTABLE
+BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr", "P2POp"}) | IMPORTABLE | COLLECTIVES
+ATTRIBUTES = LOGGER_METHODS | {"item", "tolist", "backward", "P2POp"} | IMPORTABLE | COLLECTIVES
+"""Last names of the calls that may break: the shape test before any name is resolved."""
 
 
 DIAGNOSTICS = (PRINT, LOGGER, LOGGING, SKIPPED)
@@ -177,6 +189,8 @@ def _classify(
             return TOLIST
         if method == "nonzero":
             return NONZERO
+        if method == "backward" and not call.args:
+            return BACKWARD
         if method in LOGGER_METHODS and _is_logger(func.value, ctx, loggers):
             return LOGGER
         return None
@@ -189,6 +203,13 @@ def _classify(
         return LOGGING
     if dotted in SKIPPED_FUNCTIONS:
         return SKIPPED
+    if dotted.startswith("torch.distributed.") and any(
+        k.arg == "async_op" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+        for k in call.keywords
+    ):
+        return ASYNC_COLLECTIVE
+    if dotted == "torch.distributed.P2POp":
+        return P2P
     if dotted == "torch.nonzero" or (dotted == "torch.where" and len(call.args) == 1 and not call.keywords):
         return NONZERO  # `torch.where(mask)` is `nonzero(as_tuple=True)`: a data-dependent output size
     if dotted in DATA_DEPENDENT_FUNCTIONS:
@@ -196,6 +217,12 @@ def _classify(
     if dotted == "copy.deepcopy" and call.args and tensors is not None and tensors.is_tensor(call.args[0]):
         return DEEPCOPY
     return None
+
+
+def _asynchronous(keyword: ast.keyword) -> bool:
+    """``async_op=True`` (or a value that may be true)."""
+    value = keyword.value
+    return keyword.arg == "async_op" and not (isinstance(value, ast.Constant) and value.value is False)
 
 
 def _builtin(name: str, call: ast.Call, tensors: TensorInference | None) -> GraphBreak | None:

@@ -110,9 +110,11 @@ class Attr(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Item(Expr):
-    """An element of ``value``: a subscript (``layers[0]``), a loop variable (``for block in layers``)."""
+    """An element of ``value``: a subscript (``layers[0]``), a loop variable (``for block in layers``), one name of
+    a tuple assignment (``model, transform = build()``: ``index`` 0 and 1; -1 when the position is not known)."""
 
     value: Expr
+    index: int = -1
 
 
 @dataclass(frozen=True, slots=True)

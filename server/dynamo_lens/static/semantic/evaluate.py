@@ -85,6 +85,8 @@ class Container:
 
     elements: frozenset[Value]
     sequential: bool = False
+    positions: tuple[frozenset[Value], ...] = ()
+    """For a tuple or list display: the values of each position (``return model, transform``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,10 +299,11 @@ class Evaluator:
         if isinstance(expr, exprs.Attr):
             return {v for value in self.evaluate(expr.value, path, env) for v in self._attribute_of(value, expr.attr)}
         if isinstance(expr, exprs.Item):
-            return {e for value in self.evaluate(expr.value, path, env) for e in _elements(value)}
+            return {e for value in self.evaluate(expr.value, path, env) for e in _elements(value, expr.index)}
         if isinstance(expr, exprs.Items):
-            elements = frozenset(v for item in expr.items for v in self.evaluate(item, path, env))
-            return {Container(elements)} if elements else NOTHING
+            positions = tuple(self.evaluate(item, path, env) for item in expr.items)
+            elements = frozenset(v for values in positions for v in values)
+            return {Container(elements, positions=positions)} if elements else NOTHING
         if isinstance(expr, exprs.OneOf):
             return {v for option in expr.options for v in self.evaluate(option, path, env)}
         if isinstance(expr, exprs.InstanceOf):
@@ -580,8 +583,10 @@ def _param_names(expr: Expr) -> Iterator[str]:
             pending.extend(node.options)
 
 
-def _elements(value: Value) -> Iterable[Value]:
+def _elements(value: Value, index: int = -1) -> Iterable[Value]:
     if isinstance(value, Container):
+        if 0 <= index < len(value.positions):
+            return value.positions[index]
         return value.elements
     return UNKNOWN_VALUES
 

@@ -500,8 +500,9 @@ def _unpacked(target: ast.AST, value: Expr) -> list[tuple[str, Expr]]:
             for element, item in zip(target.elts, value.items, strict=True):
                 found.extend(_unpacked(element, item))
             return found
-        for element in target.elts:
-            found.extend(_unpacked(element, exprs.Item(value)))
+        starred = any(isinstance(e, ast.Starred) for e in target.elts)
+        for position, element in enumerate(target.elts):
+            found.extend(_unpacked(element, exprs.Item(value, -1 if starred else position)))
         return found
     return []
 

@@ -215,7 +215,10 @@ class Reach:
                 self._bindings.setdefault((path, site.scope, name), site)
             for name in site.module_names:
                 self._bindings.setdefault((path, "", name), site)
-            entries = self._entries[site] = list(dict.fromkeys(self._entry_states(self.site_values(site))))
+            values = self.site_values(site)
+            if site.form == "method":
+                values = frozenset(v for v in values if not self._own_compile(v))
+            entries = self._entries[site] = list(dict.fromkeys(self._entry_states(values)))
             parents: dict[Node, Node | None] = {}
             self._parents[site] = parents
             always = self._always[site] = set()
@@ -252,6 +255,20 @@ class Reach:
                 yield ("function", value.key)
             elif isinstance(value, Container) and value.sequential:
                 yield from self._entry_states(value.elements)
+
+    def own_compile(self, site: CompileSite) -> bool:
+        """``x.compile()`` where every class ``x`` can be defines a ``compile`` method of its own in the workspace:
+        that method runs, not ``nn.Module.compile`` (its own compile sites are sites of their own)."""
+        if site.form != "method":
+            return False
+        values = [v for v in self.site_values(site) if isinstance(v, Instance)]
+        return bool(values) and all(self._own_compile(v) for v in values)
+
+    def _own_compile(self, value: Value) -> bool:
+        if not isinstance(value, Instance):
+            return False
+        found = self.classes.find_method(value.cls, "compile")
+        return found is not None
 
     def _call_method(self, cls: ClassKey) -> str:
         return "forward" if self.classes.is_module_class(cls) else "__call__"
