@@ -436,7 +436,10 @@ def judge_global(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> I
     if data["name"] != data["global"] and index.compiled_binding(candidate.span.path, "", data["global"]):
         return
     setters = [s for s in data.get("setters", "").split(",") if s]
-    if setters and not any(_called_in_loop(index, candidate.span.path, setter) for setter in setters):
+    path = candidate.span.path
+    if setters and not any(
+        _called_in_loop(index, path, setter) or index.sites_for_scope(path, setter) for setter in setters
+    ):
         return  # set once (at start-up, say): whether after compiled code ran cannot be told
     yield from judge(candidate, index)
 

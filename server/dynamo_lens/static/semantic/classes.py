@@ -8,6 +8,7 @@ from dynamo_lens.static.summary import AttrInit, MethodSummary, Ref
 
 TORCH_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 """Bases after which a class's own ``__init__`` is all there is (no attributes defined elsewhere)."""
+AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 _EXTERNAL_MODULE_BASES = frozenset({"PreTrainedModel", "ModelMixin", "LightningModule"})
 
 
@@ -110,6 +111,15 @@ class Hierarchy:
             if attr is not None:
                 return current, attr
         return None
+
+    def is_autograd_function(self, key: ClassKey) -> bool:
+        """``key`` derives from ``torch.autograd.Function`` (its ``apply`` runs its static ``forward``)."""
+        for owner in self.mro(key)[0]:
+            summary = self.files.class_summary(owner)
+            for base in summary.bases if summary is not None else ():
+                if base is not None and base.level == 0 and base.dotted in AUTOGRAD_FUNCTIONS:
+                    return True
+        return False
 
     def subclasses(self, key: ClassKey) -> list[ClassKey]:
         """The workspace classes that derive from ``key`` (directly or not), in file order."""

@@ -288,6 +288,10 @@ class Evaluator:
             symbol = self.files.resolve(path, expr.ref)
             if symbol is not None:
                 return self._symbol(symbol)
+            prefix, _, last = expr.ref.dotted.rpartition(".")
+            owner = self.files.resolve(path, exprs.Ref(prefix, expr.ref.level)) if prefix else None
+            if owner is not None and owner.kind == "class":  # `Fn.apply`: an attribute the class inherits
+                return {v for value in self._symbol(owner) for v in self._attribute_of(value, last)}
             return {External(expr.ref.dotted)} if expr.ref.level == 0 else UNKNOWN_VALUES
         if isinstance(expr, exprs.Global):
             return self._global(path, expr.name, expr.line)
@@ -359,6 +363,8 @@ class Evaluator:
         if isinstance(value, ClassValue):
             if self.classes.find_method(value.cls, name) is not None:
                 return {MethodValue(value.cls, name, on_class=True)}
+            if name == "apply" and self.classes.is_autograd_function(value.cls):
+                return {MethodValue(value.cls, "forward", on_class=True)}  # Function.apply runs the forward
             return UNKNOWN_VALUES
         if isinstance(value, ModuleFile):
             symbol = self.files.resolve_in_module(value.path, name)
