@@ -277,6 +277,7 @@ def _candidate(ctx: FileContext, body: FunctionBody, call: ast.Call, found: Grap
         data=(("gb_id", found.gb_id), ("call", text), ("in_loop", str(in_loop).lower())),
         only_if_taken=found in DIAGNOSTICS,
         guarded=id(call) in body.guarded,
+        requires=body.requires.get(id(call), ()),
     )
 
 

@@ -86,6 +86,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
                 ),
                 severity=RULE.default_severity,
                 data=(("gb_id", BRANCH.gb_id), ("condition", text), ("in_loop", str(in_loop).lower())),
+                requires=body.requires.get(id(statement), ()),
             )
 
 

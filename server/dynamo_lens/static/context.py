@@ -88,6 +88,9 @@ class NodeAt:
     ``""`` when it sets none (the caller's mode applies)."""
     grad_from: ast.expr | None = None
     """The ``with`` item or decorator that sets ``grad``."""
+    requires: tuple[tuple[str, str, bool], ...] = ()
+    """What parameters of its function must be for it to run: ``(param, "truth", True)`` inside ``if param:`` or
+    after ``if not param: return``; ``(param, "none", False)`` inside ``if param is not None:``."""
 
 
 @dataclass(slots=True, eq=False)

@@ -59,9 +59,10 @@ UNKNOWN = Unknown()
 
 @dataclass(frozen=True, slots=True)
 class Const(Expr):
-    """A literal (``0``, ``"a"``, ``None``)."""
+    """A literal (``0``, ``"a"``, ``None``); ``value`` is its ``repr`` (empty when it is long)."""
 
     kind: ConstantKind
+    value: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,3 +215,12 @@ def constant_kind(value: object) -> ConstantKind:
     if isinstance(value, float):
         return "float"
     return "str" if isinstance(value, str) else "unknown"
+
+
+MAX_CONSTANT = 40
+
+
+def constant(value: object) -> Const:
+    """The :class:`Const` of a literal value (its text kept when short)."""
+    text = repr(value)
+    return Const(constant_kind(value), text if len(text) <= MAX_CONSTANT else "")

@@ -127,6 +127,8 @@ class MethodSummary:
     """Calls of capitalised names (``nn.Linear(4, 4)``, ``Block(cfg)``): classes it may instantiate."""
     annotations: tuple[tuple[str, Ref], ...] = ()
     """Parameters annotated with a class (``model: GPT``, ``m: "Block | None"``): what they hold when no call says."""
+    defaults: tuple[tuple[str, str], ...] = ()
+    """Parameters whose default is a literal, with its ``repr``."""
     lookups: frozenset[str] = frozenset()
     """Attributes of ``self`` whose keys it looks up (``key in self.cache``, ``self.cache.get(key)``): caches."""
 
@@ -173,6 +175,8 @@ class FunctionSummary:
     """What its ``return`` statements return (only what can matter)."""
     annotations: tuple[tuple[str, Ref], ...] = ()
     """Parameters annotated with a class (``model: GPT``)."""
+    defaults: tuple[tuple[str, str], ...] = ()
+    """Parameters whose default is a literal, with its ``repr``."""
 
 
 @dataclass(frozen=True, slots=True)

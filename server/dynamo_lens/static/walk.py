@@ -254,6 +254,8 @@ class Walker:
         """The grad mode a ``with`` statement or decorator of the current function set (``NodeAt.grad``)."""
         self.grad_from: ast.expr | None = None
         """The expression that set it (for related information)."""
+        self.requires: tuple[tuple[str, str, bool], ...] = ()
+        """What parameters of the current function must be for the current point to run (``NodeAt.requires``)."""
         self.cls: _ClassBuilder | None = None
         self.blocks: list[BlockWalk] = []
         self.replayed = 0
@@ -340,6 +342,7 @@ class Walker:
                 self.eager_only,
                 self.grad,
                 self.grad_from,
+                self.requires,
             )
             bucket.append(at)
             if kind in _BINDINGS:
@@ -489,13 +492,14 @@ class Walker:
         saved_grad = (self.grad, self.grad_from)
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path = scope, builder, 0, 0, ()
         self.guarded, self.grad, self.grad_from = False, "", None
+        saved_requires, self.requires = self.requires, ()
         for decorator in node.decorator_list:
             mode = grad_context(self.ctx, decorator)
             if mode is not None:
                 self.grad, self.grad_from = mode, decorator
         self._statements(node.body)
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path, self.guarded = saved
-        self.grad, self.grad_from = saved_grad
+        self.grad, self.grad_from, self.requires = (*saved_grad, saved_requires)
 
     def _lambda(self, node: ast.Lambda) -> None:
         saved = self.function
@@ -534,21 +538,59 @@ class Walker:
         self.branch_depth -= 1
 
     def _statements(self, statements: list[ast.stmt]) -> None:
-        """Walk a body in order; after ``if torch.compiler.is_compiling(): return ...`` only eager code runs on."""
-        saved = self.eager_only
+        """Walk a body in order. After ``if torch.compiler.is_compiling(): return ...`` only eager code runs on;
+        after ``if not normalize: return ...`` the rest runs only when ``normalize`` is true."""
+        saved = (self.eager_only, self.requires)
         for statement in statements:
             self.visit(statement)
-            if isinstance(statement, ast.If) and compiling_test(statement.test, self.ctx) is True:
-                last = statement.body[-1] if statement.body else None
-                if isinstance(last, ast.Return | ast.Raise | ast.Continue | ast.Break):
-                    self.eager_only = True
-        self.eager_only = saved
+            if not isinstance(statement, ast.If) or not statement.body:
+                continue
+            if not isinstance(statement.body[-1], ast.Return | ast.Raise | ast.Continue | ast.Break):
+                continue
+            if compiling_test(statement.test, self.ctx) is True:
+                self.eager_only = True
+            test = self._parameter_test(statement.test)
+            if test is not None:
+                self.requires = (*self.requires, (test[0], test[1], not test[2]))
+        self.eager_only, self.requires = saved
+
+    def _parameter_test(self, test: ast.expr) -> tuple[str, str, bool] | None:
+        """``(param, "truth" | "none", expected)`` when ``test`` is true exactly when a parameter of the current
+        function is truthy (``p``), falsy (``not p``), None (``p is None``) or not None (``p is not None``)."""
+        function = self.function
+        negated = False
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, not negated
+        found: tuple[str, str, bool] | None = None
+        if isinstance(test, ast.Name):
+            found = (test.id, "truth", True)
+        elif (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Is | ast.IsNot)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            found = (test.left.id, "none", isinstance(test.ops[0], ast.Is))
+        if found is None or function is None or found[0] not in function.scope.params:
+            return None
+        return (found[0], found[1], found[2] != negated)
 
     def _if(self, node: ast.If) -> None:
         self.visit(node.test)
         compiling = compiling_test(node.test, self.ctx)
-        if compiling is None:
+        test = self._parameter_test(node.test)
+        if compiling is None and test is None:
             self._branch([node.body, node.orelse])
+        elif compiling is None:
+            assert test is not None
+            saved = self.requires
+            self.requires = (*saved, test)
+            self._branch([node.body])
+            self.requires = (*saved, (test[0], test[1], not test[2]))
+            self._branch([node.orelse])
+            self.requires = saved
         else:  # Dynamo folds `is_compiling()` to True: one arm is all compiled code runs, the other eager only
             eager = self.eager_only
             self._bodies([(node.body, eager, eager or not compiling), (node.orelse, eager, eager or compiling)])
@@ -899,6 +941,7 @@ class Walker:
                 _positional(f.node),
                 tuple(returns.get(id(f.node), ())),
                 self._annotations(f),
+                _defaults(f.node),
             )
             for f in block.functions
         )
@@ -1013,6 +1056,7 @@ class Walker:
                 returns=tuple(returns.get(id(m.node), ())),
                 builds=tuple(builds.get(id(m.node), ())),
                 annotations=self._annotations(m),
+                defaults=_defaults(m.node),
                 lookups=frozenset(m.lookups),
             )
             for m in builder.methods
@@ -1157,6 +1201,19 @@ def _mode_switched(call: ast.Call) -> str | None:
     if isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
         return "train" if flag.value else "eval"
     return "runtime"
+
+
+def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[str, str], ...]:
+    """(parameter, ``repr`` of its default) for the parameters whose default is a short literal."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+    return tuple(
+        (arg.arg, found.value)
+        for arg, default in pairs
+        if isinstance(default, ast.Constant) and (found := exprs.constant(default.value)).value
+    )
 
 
 def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:

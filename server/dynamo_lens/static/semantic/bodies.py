@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dynamo_lens.codes import get_rule
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.semantic.program import never_runs
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.static.summary import Candidate
 
@@ -54,6 +55,9 @@ class InsideCompiledCandidate(Candidate):
     every call."""
     guarded: bool = False
     """Its statement runs only under a condition of its function."""
+    requires: tuple[tuple[str, str, bool], ...] = ()
+    """What parameters of its function must be for its statement to run (``NodeAt.requires``): when every compiled
+    call passes values that contradict this, compiled code never runs it."""
 
 
 @dataclass(slots=True, eq=False)
@@ -71,6 +75,8 @@ class FunctionBody:
     calls: list[ast.Call] = field(default_factory=list)
     in_loop: set[int] = field(default_factory=set)
     guarded: set[int] = field(default_factory=set)
+    requires: dict[int, tuple[tuple[str, str, bool], ...]] = field(default_factory=dict)
+    """``id`` of a statement or call → what parameters of this function must be for it to run."""
     """``id`` of the statements and calls that run only under a condition of this function (``NodeAt.guarded``)."""
     """``id`` of the statements and calls that sit in a ``for``/``while`` body of this function."""
     _lines: Sequence[str] = field(default_factory=list, repr=False)
@@ -254,6 +260,8 @@ def _block_bodies(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]])
                 body.in_loop.add(id(at.node))
             if at.guarded:
                 body.guarded.add(id(at.node))
+            if at.requires:
+                body.requires[id(at.node)] = at.requires
     result = list(bodies.values())
     for body in result:
         body.statements.sort(key=lambda s: (s.lineno, s.col_offset))
@@ -279,6 +287,8 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
     sites = index.sites_for_scope(path, candidate.function)
     if not sites and not _in_module_forward(index, path, candidate.function):
         return
+    if candidate.requires and sites and never_runs(index, sites, path, candidate.function, candidate.requires):
+        return  # every compiled call passes arguments under which this statement does not run
     severity = candidate.severity
     if candidate.only_if_taken:
         node = index.reach.scope_node(path, candidate.function)

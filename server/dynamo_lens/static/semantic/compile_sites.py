@@ -160,6 +160,8 @@ class _Finder:
         ``model.compile()``, ``m`` in ``torch.compile(m.forward)`` (not a function's own name: it is no state)."""
         if isinstance(compiled, ast.Attribute):
             compiled = compiled.value
+            if isinstance(compiled, ast.Name) and self.lowering.is_self(compiled.id, at):
+                return ()  # `torch.compile(self.loss)`: the attribute's object is compiled, not `self`
         if isinstance(compiled, ast.Name) and not isinstance(self.lowering.value(compiled, at), exprs.Named):
             return (compiled.id,)
         return ()

@@ -109,7 +109,9 @@ class Lowering:
         return self._lower(node, at, env or {}, 0)
 
     def argument(self, node: ast.AST, at: NodeAt) -> Expr:
-        """An argument of a call: :data:`UNKNOWN` unless it can name something to follow."""
+        """An argument of a call: a literal, or :data:`UNKNOWN` unless it can name something to follow."""
+        if isinstance(node, ast.Constant):
+            return exprs.constant(node.value)
         if isinstance(node, _SIMPLE):
             return UNKNOWN
         return self._display_item(node, at, {}, 0)
@@ -135,7 +137,7 @@ class Lowering:
             steps == 1
             and isinstance(func, ast.Attribute)
             and func.attr not in ("forward", "__call__")
-            and not self._is_self(name, at)
+            and not self.is_self(name, at)
             and self._is_local(name, at)
         ):
             return None  # `x.view(...)` on a local or parameter: a method of a plain value
@@ -199,7 +201,7 @@ class Lowering:
         if isinstance(node, ast.Starred):
             return exprs.Item(self._lower(node.value, at, env, depth))
         if isinstance(node, ast.Constant):
-            return exprs.Const(exprs.constant_kind(node.value))
+            return exprs.constant(node.value)
         return UNKNOWN
 
     def _display_item(self, node: ast.AST, at: NodeAt, env: Mapping[str, Expr], depth: int) -> Expr:
@@ -407,7 +409,8 @@ class Lowering:
         """``name`` is bound by the file (a builtin's name reused), in the function or at module level."""
         return self._is_local(name, at) or name in self.ctx.defined_names or name in self.ctx.aliases
 
-    def _is_self(self, name: str, at: NodeAt) -> bool:
+    def is_self(self, name: str, at: NodeAt) -> bool:
+        """``name`` is the first parameter of the method ``at`` is in."""
         function = at.scope.function
         if function is None or function.class_name is None:
             return False

@@ -11,12 +11,15 @@ kept in a module-level name is the same wherever a function reads it.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dynamo_lens.static.semantic.evaluate import FunctionValue, MethodValue, Value
+from dynamo_lens.static import exprs
+from dynamo_lens.static.semantic.evaluate import FunctionValue, Instance, MethodValue, Value
 from dynamo_lens.static.semantic.index import WorkspaceIndex
-from dynamo_lens.static.summary import CallSite, CompileSite, FileSummary, ModeSwitch
+from dynamo_lens.static.semantic.reach import Node
+from dynamo_lens.static.summary import CallSite, CompileSite, FileSummary, FunctionSummary, MethodSummary, ModeSwitch
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,3 +117,127 @@ def switches(index: WorkspaceIndex) -> Iterator[tuple[str, ModeSwitch]]:
     for summary in index.summaries:
         for switch in summary.switches:
             yield summary.path, switch
+
+
+def never_runs(
+    index: WorkspaceIndex,
+    sites: tuple[CompileSite, ...],
+    path: str,
+    function: str,
+    requires: tuple[tuple[str, str, bool], ...],
+) -> bool:
+    """Whether every compiled call of ``function`` (of ``path``) passes arguments under which a statement needing
+    ``requires`` cannot run (``normalize=False`` to a ``forward`` whose rest needs ``normalize``): the calls of the
+    compiled callable when ``function`` is where compiled code starts, else the calls compiled code makes of it
+    (following parameters it only passes on). Only when every such call is found and passes a literal (or leaves
+    the literal default)."""
+    for site in sites:
+        values = _literals(index, site, path, function, 3)
+        if values is None:
+            return False
+        for param, kind, expected in requires:
+            passed = values.get(param)
+            if passed is None or any(_holds(value, kind) == expected for value in passed):
+                return False
+    return True
+
+
+def _literals(index: WorkspaceIndex, site: CompileSite, path: str, function: str, depth: int) -> Literals | None:
+    """The literal values each parameter of ``function`` takes in the site's compiled code, or None when some call
+    passes something else (or none is found)."""
+    if depth <= 0:
+        return None
+    target = _target(index, site, path, function)
+    if target is None:
+        return None
+    summary, offset, entry = target
+    calls: list[PlacedCall] = []
+    if entry:
+        for called in {*site.names, site.target_text.rpartition(".")[2]}:
+            for call, at in index.evaluator.callers(called):
+                placed = PlacedCall(call, at, "")
+                if site in compiled_callees(index, placed):
+                    calls.append(placed)
+    else:
+        for node in index.reach.reached_nodes(site):
+            for placed in _node_calls(index, node):
+                if _calls_function(index, placed, path, function):
+                    calls.append(placed)
+    if not calls:
+        return None
+    defaults = dict(summary.defaults)
+    values: Literals = {p: set() for p in summary.params[offset:]}
+    for placed in calls:
+        call = placed.call
+        passed = {**dict(zip(summary.params[offset:], call.args, strict=False)), **dict(call.keywords)}
+        for param, found in values.items():
+            if found is None:
+                continue
+            argument = passed.get(param)
+            if argument is None:
+                known = defaults.get(param)
+                values[param] = found | {known} if known is not None else None
+            elif isinstance(argument, exprs.Const) and argument.value:
+                found.add(argument.value)
+            elif isinstance(argument, exprs.Param) and placed.function:
+                outer = _literals(index, site, placed.path, placed.function, depth - 1)
+                inner = outer.get(argument.name) if outer is not None else None
+                values[param] = found | inner if inner is not None else None
+            else:
+                values[param] = None  # a value known only at run time
+    return values
+
+
+Literals = dict[str, set[str] | None]
+"""Parameter → the literal values it takes, None when some call passes something else."""
+
+
+def _target(
+    index: WorkspaceIndex, site: CompileSite, path: str, function: str
+) -> tuple[FunctionSummary | MethodSummary, int, bool] | None:
+    """The summary of ``function``, how many leading parameters a call does not pass (``self``), and whether it is
+    where the site's compiled code starts."""
+    owner, _, name = function.rpartition(".")
+    if owner and index.class_summary((path, owner)) is not None:
+        found = index.find_method((path, owner), name)
+        if found is None or found[0] != (path, owner):
+            return None
+        entry = any(
+            e[0] == "method" and e[2] == name and index.find_method(e[1], name) == found
+            for e in index.compiled_entries(site)
+        )
+        return found[1], 0 if found[1].kind == "staticmethod" else 1, entry
+    summary = index.files.function_summary((path, function))
+    if summary is None:
+        return None
+    return summary, 0, ("function", (path, function)) in index.compiled_entries(site)
+
+
+def _node_calls(index: WorkspaceIndex, node: Node) -> list[PlacedCall]:
+    if node[0] == "function":
+        function = index.files.function_summary(node[1])
+        return [PlacedCall(c, node[1][0], node[1][1]) for c in function.calls] if function is not None else []
+    summary = index.class_summary(node[1])
+    method = summary.method(node[2]) if summary is not None else None
+    if method is None:
+        return []
+    return [PlacedCall(c, node[1][0], f"{node[1][1]}.{node[2]}") for c in method.calls]
+
+
+def _calls_function(index: WorkspaceIndex, placed: PlacedCall, path: str, function: str) -> bool:
+    owner, _, name = function.rpartition(".")
+    for value in index.evaluator.evaluate(placed.call.func, placed.path):
+        if isinstance(value, FunctionValue) and value.key == (path, function):
+            return True
+        method = value.name if isinstance(value, MethodValue) else "forward" if isinstance(value, Instance) else ""
+        if isinstance(value, MethodValue | Instance) and method == name:
+            found = index.find_method(value.cls, name)
+            if found is not None and found[0] == (path, owner):
+                return True
+    return False
+
+
+def _holds(text: str, kind: str) -> bool:
+    """Whether the literal ``text`` is truthy (``kind == "truth"``) or is None (``kind == "none"``)."""
+    value = ast.literal_eval(text)
+    return value is None if kind == "none" else bool(value)

@@ -114,6 +114,10 @@ class Reach:
             qualname = owner
         return None
 
+    def reached_nodes(self, site: CompileSite) -> list[Node]:
+        """Every function and method the site's compiled code runs."""
+        return list(self._parents.get(site, ()))
+
     def always_runs(self, site: CompileSite, node: Node) -> bool:
         """The site's compiled code runs ``node`` on every call: no call on the way is made only under a condition
         (an ``if`` arm, an ``except`` handler)."""
