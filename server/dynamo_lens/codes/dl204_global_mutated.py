@@ -89,7 +89,7 @@ from dynamo_lens.static.semantic.bodies import (
     rebinding_places,
 )
 from dynamo_lens.static.semantic.evaluate import FunctionValue
-from dynamo_lens.static.semantic.values import ValueKind, merge_kinds, range_loop_names, value_kind
+from dynamo_lens.static.semantic.values import ValueKind, kind_of, merge_kinds, range_loop_names
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -129,7 +129,7 @@ class Binding:
     changes the value only if it is called again and again (``set_offset(epoch)`` in a loop)."""
 
     def kind(self, ctx: FileContext) -> ValueKind:
-        return self.fixed_kind if self.value is None else value_kind(self.value, ctx.resolve, self.lookup)
+        return self.fixed_kind if self.value is None else kind_of(self.value, ctx.resolve, self.lookup)
 
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:

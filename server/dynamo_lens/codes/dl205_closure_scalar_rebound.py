@@ -70,7 +70,7 @@ from dynamo_lens.static.semantic.bodies import (
     rebinding_places,
     target_names,
 )
-from dynamo_lens.static.semantic.values import ValueKind, merge_kinds, range_loop_names, value_kind
+from dynamo_lens.static.semantic.values import ValueKind, kind_of, merge_kinds, range_loop_names
 
 RULE = Rule(
     code="DL205",
@@ -107,7 +107,7 @@ class CellBinding:
         return self.target.lineno
 
     def kind(self, ctx: FileContext) -> ValueKind:
-        return self.fixed_kind if self.value is None else value_kind(self.value, ctx.resolve, self.lookup)
+        return self.fixed_kind if self.value is None else kind_of(self.value, ctx.resolve, self.lookup)
 
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:

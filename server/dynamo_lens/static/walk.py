@@ -17,10 +17,11 @@ from typing import Any, TypeVar
 from dynamo_lens.model import Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import DISABLE_DECORATORS, PARTIAL, RESETS, FileContext, NodeAt, Scope
-from dynamo_lens.static.exprs import Expr, constant_kind
+from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic import lowering as lowering_limits
 from dynamo_lens.static.semantic.contexts import compiling_test, grad_context
 from dynamo_lens.static.semantic.lowering import Lowering
+from dynamo_lens.static.semantic.values import kind_of
 from dynamo_lens.static.summary import (
     AttrInit,
     AttrKind,
@@ -42,18 +43,6 @@ SHRINKING_METHODS = frozenset({"pop", "popitem", "remove", "discard", "clear", "
 CONTAINER_METHODS = GROWING_METHODS | SHRINKING_METHODS
 """Methods that change a container in place: the call reads the attribute (guard) and changes what it holds."""
 
-_TENSOR_METHODS = frozenset(
-    {"detach", "clone", "to", "float", "half", "double", "long", "int", "bool", "contiguous", "view", "reshape",
-     "transpose", "permute", "unsqueeze", "squeeze", "mean", "sum", "softmax", "cpu", "cuda", "flatten", "expand",
-     "new_zeros", "new_ones", "new_empty", "new_full", "type_as", "matmul", "exp", "log", "sqrt", "abs"}
-)  # fmt: skip
-_INT_METHODS = frozenset({"size", "dim", "numel", "ndimension", "nelement", "__len__"})
-_SCALAR_BUILTINS: dict[str, AttrKind] = {"int": "int", "len": "int", "float": "float", "bool": "bool", "str": "str"}
-_CONTAINER_CALLS: dict[str, AttrKind] = {
-    "list": "list", "dict": "dict", "set": "set", "tuple": "tuple", "collections.deque": "list",
-    "collections.OrderedDict": "dict", "collections.defaultdict": "dict", "collections.Counter": "dict",
-}  # fmt: skip
-_PARAMETER_CALLS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _REGISTER_KIND: dict[str, AttrKind] = {
     "register_buffer": "buffer", "register_parameter": "parameter", "add_module": "submodule",
     "register_module": "submodule",
@@ -88,14 +77,6 @@ def _file(index: dict[str, list[NodeAt]], key: str, at: NodeAt) -> None:
         index[key] = [at]
     elif found[-1] is not at:  # `x.a = x.b = 0`: one statement is filed once under each key
         found.append(at)
-
-
-def _is_module_constructor(dotted: str) -> bool:
-    """``torch.nn.Linear`` and friends (a capitalised class under ``torch.nn``, not a Parameter)."""
-    if not dotted.startswith("torch.nn.") or dotted in _PARAMETER_CALLS:
-        return False
-    last = dotted.rpartition(".")[2]
-    return last[:1].isupper() and ".functional." not in dotted and ".init." not in dotted
 
 
 @dataclass(slots=True)
@@ -781,7 +762,7 @@ class Walker:
                 "aug",
                 attr,
                 target,
-                value_kind=_classify(node.value, self.ctx),
+                value_kind=kind_of(node.value, self.ctx.resolve),
                 detail=type(node.op).__name__,
                 text=self.ctx.source(node.value),
                 statement=node,
@@ -835,7 +816,7 @@ class Walker:
         function = self.function
         if function is None:
             return
-        kind = _classify(value, self.ctx) if value is not None else "unknown"
+        kind = kind_of(value, self.ctx.resolve)
         detail = ""
         if value is not None and function.self_name is not None:
             if _is_concatenation(value, function.self_name, attr):
@@ -1325,67 +1306,3 @@ def _is_literal(node: ast.AST) -> bool:
             k is not None and _is_literal(k) and _is_literal(v) for k, v in zip(node.keys, node.values, strict=True)
         )
     return False
-
-
-def _classify(node: ast.AST | None, ctx: FileContext) -> AttrKind:
-    """What kind of value an expression evaluates to, as far as the text says (``unknown`` when unsure)."""
-    if node is None:
-        return "unknown"
-    if isinstance(node, ast.Constant):
-        return constant_kind(node.value)
-    if isinstance(node, ast.UnaryOp):
-        if isinstance(node.op, ast.Not):
-            return "bool"
-        return _classify(node.operand, ctx) if isinstance(node.operand, ast.Constant) else "unknown"
-    if isinstance(node, ast.List | ast.ListComp):
-        return "list"
-    if isinstance(node, ast.Dict | ast.DictComp):
-        return "dict"
-    if isinstance(node, ast.Set | ast.SetComp):
-        return "set"
-    if isinstance(node, ast.Tuple):
-        return "tuple"
-    if isinstance(node, ast.Compare) and all(
-        isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in node.ops
-    ):
-        return "bool"
-    if isinstance(node, ast.IfExp):
-        body, orelse = _classify(node.body, ctx), _classify(node.orelse, ctx)
-        return body if body == orelse else "unknown"
-    if isinstance(node, ast.BinOp):
-        left, right = _classify(node.left, ctx), _classify(node.right, ctx)
-        if "tensor" in (left, right):
-            return "tensor"
-        if left in ("int", "float") and right in ("int", "float"):
-            return "float" if "float" in (left, right) or isinstance(node.op, ast.Div) else "int"
-        if left == right and left in ("str", "list", "tuple"):
-            return left
-        return "unknown"
-    if isinstance(node, ast.Subscript):
-        indexed = node.value
-        return "int" if isinstance(indexed, ast.Attribute) and indexed.attr == "shape" else "unknown"
-    if isinstance(node, ast.JoinedStr):
-        return "str"
-    if isinstance(node, ast.Call):
-        func = node.func
-        dotted = ctx.resolve(func)
-        if dotted is None and isinstance(func, ast.Name):
-            dotted = func.id
-        if dotted is not None:
-            if dotted in _SCALAR_BUILTINS:
-                return _SCALAR_BUILTINS[dotted]
-            if dotted in _CONTAINER_CALLS:
-                return _CONTAINER_CALLS[dotted]
-            if dotted in _PARAMETER_CALLS:
-                return "parameter"
-            if _is_module_constructor(dotted):
-                return "submodule"
-            if dotted.startswith("torch.") and dotted.rpartition(".")[2][:1].islower():
-                return "tensor"
-        if isinstance(func, ast.Attribute):
-            if func.attr in _INT_METHODS and (func.attr != "size" or node.args):
-                return "int"  # x.size(1), x.dim(), x.numel(); x.size() is a torch.Size
-            if func.attr in _TENSOR_METHODS:
-                return "tensor"
-        return "unknown"
-    return "unknown"

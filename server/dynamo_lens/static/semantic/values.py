@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Literal
 
 from dynamo_lens.static.exprs import constant_kind
+from dynamo_lens.static.summary import AttrKind
 
 Resolve = Callable[[ast.AST], "str | None"]
 """``FileContext.resolve``: the absolute dotted name an expression refers to (``torch.nonzero``), or None."""
 
-ValueKind = Literal["int", "float", "bool", "str", "none", "tensor", "list", "tuple", "unknown"]
+ValueKind = AttrKind
+"""The kind of a value: a Python scalar, a tensor, a container, a module, or ``unknown``."""
 
 
 # Tensor methods whose result is again a tensor (so a branch on it is data-dependent).
 TENSOR_METHODS = frozenset(
     {
         "abs", "all", "amax", "amin", "any", "argmax", "argmin", "bool", "clamp", "clip", "clone", "contiguous",
+        "expand", "int", "new_empty", "new_full", "new_ones", "new_zeros", "permute", "type_as", "cumprod", "bmm",
+        "chunk", "split", "unbind", "topk", "sort", "gather", "index_select", "masked_select", "where", "sin", "cos",
         "count_nonzero", "cpu", "cuda", "cumsum", "detach", "double", "eq", "exp", "flatten", "float", "ge", "gt",
         "half", "isclose", "isfinite", "isinf", "isnan", "le", "log", "logical_and", "logical_not", "logical_or",
         "long", "lt", "masked_fill", "matmul", "max", "mean", "median", "min", "mm", "nanmean", "nansum", "ne",
@@ -111,25 +114,10 @@ class TensorInference:
         return assigned
 
     def is_tensor(self, expr: ast.AST) -> bool:
-        if isinstance(expr, ast.Name):
-            return self._name_is_tensor(expr.id)
-        if isinstance(expr, ast.Call):
-            func = expr.func
-            if isinstance(func, ast.Attribute) and func.attr in TENSOR_METHODS and self.resolve(func) is None:
-                return True
-            dotted = self.resolve(func)
-            return dotted is not None and _is_torch_tensor_function(dotted)
-        if isinstance(expr, ast.BinOp):
-            return self.is_tensor(expr.left) or self.is_tensor(expr.right)
-        if isinstance(expr, ast.UnaryOp):
-            return not isinstance(expr.op, ast.Not) and self.is_tensor(expr.operand)
-        if isinstance(expr, ast.Compare):
-            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops):
-                return False
-            return any(self.is_tensor(e) for e in (expr.left, *expr.comparators))
-        if isinstance(expr, ast.Subscript):
-            return self.is_tensor(expr.value)
-        return False
+        return kind_of(expr, self.resolve, self._name_kind) == "tensor"
+
+    def _name_kind(self, name: str) -> ValueKind:
+        return "tensor" if self._name_is_tensor(name) else "unknown"
 
     def is_tensor_condition(self, expr: ast.AST) -> bool:
         """``expr`` used as a branch condition needs the truth value of a tensor."""
@@ -165,40 +153,98 @@ def _other_targets(node: ast.stmt) -> Iterator[str]:
         yield from (n.id for n in ast.walk(target) if isinstance(n, ast.Name))
 
 
-def value_kind(expr: ast.AST, resolve: Resolve, known: Callable[[str], ValueKind] | None = None) -> ValueKind:
-    """The kind of Python value ``expr`` evaluates to, when it is evident from the expression itself."""
+INT_METHODS = frozenset({"size", "dim", "numel", "ndimension", "nelement", "__len__"})
+"""Methods of a tensor that return a Python int (``x.size(1)``; ``x.size()`` is a ``torch.Size``)."""
+RECEIVER_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type"})
+"""Methods that return something of their receiver's kind (a tensor's or a module's ``.to()``)."""
+CONTAINER_CALLS: dict[str, ValueKind] = {
+    "dict": "dict", "set": "set", "collections.deque": "list", "collections.OrderedDict": "dict",
+    "collections.defaultdict": "dict", "collections.Counter": "dict",
+}  # fmt: skip
+PARAMETER_CALLS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+def kind_of(expr: ast.AST | None, resolve: Resolve, known: Callable[[str], ValueKind] | None = None) -> ValueKind:
+    """What kind of value ``expr`` evaluates to, as far as the expression says: the one classifier every check
+    uses. ``known`` gives the kind of a plain name (a local, a parameter), when the caller knows it."""
+    if expr is None:
+        return "unknown"
     if isinstance(expr, ast.Constant):
         return constant_kind(expr.value)
     if isinstance(expr, ast.JoinedStr):
         return "str"
-    if isinstance(expr, ast.Compare) or (isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not)):
-        return "bool"
-    if isinstance(expr, ast.BoolOp):
-        return _merge(value_kind(v, resolve, known) for v in expr.values)
+    if isinstance(expr, ast.Name):
+        return known(expr.id) if known is not None else "unknown"
     if isinstance(expr, ast.UnaryOp):
-        return value_kind(expr.operand, resolve, known)
+        return "bool" if isinstance(expr.op, ast.Not) else kind_of(expr.operand, resolve, known)
+    if isinstance(expr, ast.BoolOp):
+        return _merge(kind_of(v, resolve, known) for v in expr.values)
+    if isinstance(expr, ast.Compare):
+        if any(isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in expr.ops):
+            return "bool"
+        operands = (expr.left, *expr.comparators)
+        return "tensor" if any(kind_of(o, resolve, known) == "tensor" for o in operands) else "bool"
+    if isinstance(expr, ast.IfExp):
+        return _merge((kind_of(expr.body, resolve, known), kind_of(expr.orelse, resolve, known)))
     if isinstance(expr, ast.BinOp):
-        left, right = value_kind(expr.left, resolve, known), value_kind(expr.right, resolve, known)
-        if "tensor" in (left, right) or "unknown" in (left, right):
-            return "tensor" if "tensor" in (left, right) else "unknown"
-        if isinstance(expr.op, ast.Div) and {left, right} <= {"int", "float", "bool"}:
-            return "float"
-        if left == right:
-            return left
-        return "float" if {left, right} <= {"int", "float", "bool"} else "unknown"
-    if isinstance(expr, (ast.List, ast.ListComp)):
+        return _arithmetic(expr, kind_of(expr.left, resolve, known), kind_of(expr.right, resolve, known))
+    if isinstance(expr, ast.List | ast.ListComp):
         return "list"
+    if isinstance(expr, ast.Dict | ast.DictComp):
+        return "dict"
+    if isinstance(expr, ast.Set | ast.SetComp):
+        return "set"
     if isinstance(expr, ast.Tuple):
         return "tuple"
-    if isinstance(expr, ast.Name) and known is not None:
-        return known(expr.id)
+    if isinstance(expr, ast.Subscript):
+        if isinstance(expr.value, ast.Attribute) and expr.value.attr == "shape":
+            return "int"
+        return "tensor" if kind_of(expr.value, resolve, known) == "tensor" else "unknown"
     if isinstance(expr, ast.Call):
-        if isinstance(expr.func, ast.Name) and expr.func.id in PYTHON_CONVERSIONS:
-            return PYTHON_CONVERSIONS[expr.func.id]
-        dotted = resolve(expr.func)
-        if dotted is not None and _is_torch_tensor_function(dotted):
+        return _call_kind(expr, resolve, known)
+    return "unknown"
+
+
+def _arithmetic(expr: ast.BinOp, left: ValueKind, right: ValueKind) -> ValueKind:
+    if "tensor" in (left, right):
+        return "tensor"
+    numbers = {"int", "float", "bool"}
+    if left in numbers and right in numbers:
+        return "float" if "float" in (left, right) or isinstance(expr.op, ast.Div) else "int"
+    return left if left == right and left in ("str", "list", "tuple") else "unknown"
+
+
+def _call_kind(expr: ast.Call, resolve: Resolve, known: Callable[[str], ValueKind] | None) -> ValueKind:
+    func = expr.func
+    if isinstance(func, ast.Name) and func.id in PYTHON_CONVERSIONS:
+        return PYTHON_CONVERSIONS[func.id]
+    dotted = resolve(func) or (func.id if isinstance(func, ast.Name) else None)
+    if dotted is not None:
+        if dotted in CONTAINER_CALLS:
+            return CONTAINER_CALLS[dotted]
+        if dotted in PARAMETER_CALLS:
+            return "parameter"
+        if is_module_class(dotted):
+            return "submodule"
+        if _is_torch_tensor_function(dotted):
+            return "tensor"
+    if isinstance(func, ast.Attribute) and resolve(func) is None:
+        if func.attr in INT_METHODS and (func.attr != "size" or expr.args):
+            return "int"
+        if func.attr in RECEIVER_METHODS:
+            receiver = kind_of(func.value, resolve, known)
+            return receiver if receiver in ("submodule", "parameter", "buffer") else "tensor"
+        if func.attr in TENSOR_METHODS:
             return "tensor"
     return "unknown"
+
+
+def is_module_class(dotted: str) -> bool:
+    """``torch.nn.Linear`` and friends: a capitalised class under ``torch.nn`` other than ``Parameter``."""
+    if not dotted.startswith("torch.nn.") or dotted in PARAMETER_CALLS:
+        return False
+    last = dotted.rpartition(".")[2]
+    return last[:1].isupper() and ".functional." not in dotted and ".init." not in dotted
 
 
 def _merge(kinds: Iterable[ValueKind]) -> ValueKind:
