@@ -52,7 +52,13 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.static.semantic.evaluate import External, Instance, Value
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
-from dynamo_lens.static.semantic.program import calls, compiled_callees, switched_holders, switches
+from dynamo_lens.static.semantic.program import (
+    calls,
+    compiled_callees,
+    reset_around,
+    switched_holders,
+    switches,
+)
 from dynamo_lens.static.semantic.usage import READ_EVENTS
 from dynamo_lens.static.summary import CompileSite, ModeSwitch
 from dynamo_lens.torch_facts import TORCH
@@ -75,7 +81,7 @@ MODE_METHODS = frozenset({"eval", "train"})
 
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
     trained = _trained_holders(index)
-    found: dict[frozenset[Value], list[tuple[ModeSwitch, Span | None, list[CompileSite]]]] = {}
+    found: dict[frozenset[Value], list[tuple[str, ModeSwitch, Span | None, list[CompileSite]]]] = {}
     for path, switch in switches(index):
         if switch.mode == "train":
             continue
@@ -89,11 +95,11 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
         earlier = _called_before(index, path, switch, sites)
         if earlier is None and not trained & set(holders):
             continue  # never back in training mode: only one mode is compiled
-        found.setdefault(frozenset(holders), []).append((switch, earlier, sites))
+        found.setdefault(frozenset(holders), []).append((path, switch, earlier, sites))
     for same in found.values():
         # one finding per object holding compiled state: at a switch right after a compiled call, else the first
-        switch, earlier, sites = next((entry for entry in same if entry[1] is not None), same[0])
-        yield _finding(index, switch, sites, earlier)
+        path, switch, earlier, sites = next((entry for entry in same if entry[2] is not None), same[0])
+        yield _finding(index, path, switch, sites, earlier)
 
 
 def _trained_holders(index: WorkspaceIndex) -> set[Value]:
@@ -119,12 +125,17 @@ def _called_before(index: WorkspaceIndex, path: str, switch: ModeSwitch, sites: 
     return None
 
 
-def _finding(index: WorkspaceIndex, switch: ModeSwitch, sites: list[CompileSite], earlier: Span | None) -> Finding:
+def _finding(
+    index: WorkspaceIndex, path: str, switch: ModeSwitch, sites: list[CompileSite], earlier: Span | None
+) -> Finding:
     mode = "a mode chosen at run time" if switch.mode == "runtime" else "eval"
+    cost = "2 compiles in all; both are reused afterwards"
+    if reset_around(index, path, switch.function):
+        cost = "the Dynamo reset around it drops that entry, so it compiles again every time"
     message = (
         f"`{switch.receiver_text}` switches to {mode} after the compiled module ran in training mode: layers "
         f"such as Dropout and BatchNorm read `training`, which {TORCH} guards (`TRUE_MATCH ...training == True`), "
-        "so the other mode compiles a second entry (2 compiles in all; both are reused afterwards)"
+        f"so the other mode compiles a second entry ({cost})"
     )
     related = (Related(earlier, "the compiled module ran here in training mode"),) if earlier is not None else ()
     return index.finding(RULE, switch.span, message, sites, related=related)

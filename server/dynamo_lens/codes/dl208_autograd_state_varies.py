@@ -49,7 +49,14 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.semantic.contexts import GRAD, VARIES
 from dynamo_lens.static.semantic.index import WorkspaceIndex
-from dynamo_lens.static.semantic.program import PlacedCall, calls, compiled_callees, reached_sites
+from dynamo_lens.static.semantic.program import (
+    PlacedCall,
+    calls,
+    calls_function,
+    compiled_callees,
+    reached_sites,
+    reset_around,
+)
 from dynamo_lens.static.summary import CompileSite
 from dynamo_lens.torch_facts import TORCH
 
@@ -81,7 +88,7 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
     for path in sorted({path for _, path in contexts}):  # validation beside the training loop
         found_summary = index.summary(path)
         for placed in calls(found_summary) if found_summary is not None else ():
-            if placed.call.grad in ("", GRAD):
+            if placed.call.grad == GRAD or (not placed.call.grad and not _callers_disable_grad(index, placed)):
                 for site in reached_sites(index, placed):
                     modes.setdefault((site, path), set()).add(GRAD)
                     grad_functions.setdefault((site, path), set()).add(placed.function)
@@ -93,6 +100,19 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
             by_mode.setdefault(placed.call.grad, []).append(placed)
         for same in by_mode.values():
             yield _finding(index, key[0], _representative(same, grad_functions.get(key, set())), same, modes[key])
+
+
+def _callers_disable_grad(index: WorkspaceIndex, placed: PlacedCall) -> bool:
+    """The function the call is made in is only ever called with grad disabled (``step()`` of an optimizer,
+    decorated ``@torch.no_grad()``, calling a compiled helper): the call inherits that mode."""
+    if not placed.function:
+        return False
+    found = [
+        call.grad
+        for call, at in index.evaluator.callers(placed.function.rpartition(".")[2])
+        if calls_function(index, PlacedCall(call, at, ""), placed.path, placed.function)
+    ]
+    return bool(found) and all(grad and grad != GRAD for grad in found)
 
 
 def _representative(same: list[PlacedCall], grad_functions: set[str]) -> PlacedCall:
@@ -119,10 +139,12 @@ def _finding(
         )
     else:
         others = sorted(m for m in modes if m != mode) or [GRAD]
+        cost = "bounded: one entry per mode"
+        if reset_around(index, placed.path, placed.function):
+            cost = "the Dynamo reset around it drops that entry, so it compiles again every time"
         message = (
             f"{what} under `{mode}` here and with {', '.join(others)} elsewhere: grad mode is "
-            f"part of Dynamo's `GLOBAL_STATE` guard, so {TORCH} compiles a second entry for this mode "
-            "(bounded: one entry per mode)"
+            f"part of Dynamo's `GLOBAL_STATE` guard, so {TORCH} compiles a second entry for this mode ({cost})"
         )
     related = [Related(call.grad_from, f"`{mode}` starts here")] if call.grad_from is not None else []
     related += [

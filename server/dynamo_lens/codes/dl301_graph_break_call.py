@@ -141,7 +141,11 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
             continue
         if loggers is None:
             loggers = frozenset(set().union(*ctx.per_block("DL301-loggers", partial(_logger_names, ctx))))
+        in_loop = False
         for call, found in body.memoised(RULE.code, loggers, partial(_breaks, ctx, body, calls, loggers)):
+            if in_loop and id(call) in body.in_loop:
+                continue  # Dynamo gave up on the frame at the first break in a loop: this one is never traced
+            in_loop = in_loop or id(call) in body.in_loop
             yield _candidate(ctx, body, call, found)
 
 

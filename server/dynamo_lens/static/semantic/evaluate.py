@@ -414,7 +414,8 @@ class Evaluator:
             used = _params_used(function.returns)
             if used:
                 bound = Env(self._bind(callee.key[0], callee.key[1], function.params, 0, call, path, env, used))
-            return {v for r in function.returns for v in self.evaluate(r, callee.key[0], bound)} or UNKNOWN_VALUES
+            returned = {v for r in function.returns for v in self.evaluate(r, callee.key[0], bound)}
+            return _fresh(returned, callee.key) or UNKNOWN_VALUES
         if isinstance(callee, MethodValue):
             found = self.classes.find_method(callee.cls, callee.name)
             if found is None:
@@ -430,10 +431,12 @@ class Evaluator:
                 binding.update(self.self_env(callee.cls).bound)
                 offset = 1
             used = _params_used(method.returns)
-            if not used:
-                return self._returns(owner, method, NO_ENV) or UNKNOWN_VALUES
-            binding.update(self._bind(owner[0], qualname, method.params, offset, call, path, env, used))
-            return self._returns(owner, method, Env(binding)) or UNKNOWN_VALUES
+            if used:
+                binding.update(self._bind(owner[0], qualname, method.params, offset, call, path, env, used))
+            produced = self._returns(owner, method, Env(binding) if used else NO_ENV)
+            if method.kind in ("classmethod", "staticmethod"):
+                produced = frozenset(_fresh(produced, (owner[0], qualname)))
+            return produced or UNKNOWN_VALUES
         return UNKNOWN_VALUES
 
     def _returns(self, owner: ClassKey, method: MethodSummary, env: Env) -> Values:
@@ -476,7 +479,12 @@ class Evaluator:
         method = summary.method(method_name) if summary is not None else None
         result: Values
         if method is not None and index == 0 and method.kind in ("method", "property", "classmethod"):
-            keys = [(path, owner), *self.classes.subclasses((path, owner))]
+            # the class and the subclasses that inherit this method (one that overrides it runs its own)
+            keys = [(path, owner)]
+            for sub in self.classes.subclasses((path, owner)):
+                inherited = self.classes.find_method(sub, method_name)
+                if inherited is not None and inherited[0] == (path, owner):
+                    keys.append(sub)
             kind = ClassValue if method.kind == "classmethod" else Instance
             result = frozenset(kind(k) for k in keys[:MAX_VALUES])
         else:
@@ -487,7 +495,7 @@ class Evaluator:
         return result
 
     def _annotated(self, path: str, function: str, name: str) -> Iterable[Value]:
-        """Instances of the workspace class a parameter is annotated with (and of its subclasses)."""
+        """Instances of the workspace class a parameter is annotated with."""
         owner, _, last = function.rpartition(".")
         summary = self.files.class_summary((path, owner)) if owner else None
         method = summary.method(last) if summary is not None else None
@@ -496,8 +504,7 @@ class Evaluator:
             if param == name:
                 key = self.files.resolve_class(path, ref)
                 if key is not None:
-                    yield Instance(key)
-                    yield from (Instance(sub) for sub in self.classes.subclasses(key)[:MAX_VALUES])
+                    yield Instance(key)  # a subclass instance is known when a caller passes one
 
     def _passed(self, path: str, function: str, name: str, index: int, method: MethodSummary | None) -> Iterable[Value]:
         owner, _, last = function.rpartition(".")
@@ -587,6 +594,13 @@ def _param_names(expr: Expr) -> Iterator[str]:
             pending.extend(node.items)
         elif isinstance(node, exprs.OneOf):
             pending.extend(node.options)
+
+
+def _fresh(values: Iterable[Value], function: FunctionKey) -> set[Value]:
+    """What a factory returns, without the identity of its own local variables: each call makes a new object
+    (``GPT.from_pretrained()`` in two scripts makes two models). Instance methods keep them: ``self._setup_model()``
+    builds the one model of its object."""
+    return {v for v in values if not (isinstance(v, Slot) and v.owner == function)}
 
 
 def _elements(value: Value, index: int = -1) -> Iterable[Value]:

@@ -161,7 +161,7 @@ def _literals(index: WorkspaceIndex, site: CompileSite, path: str, function: str
     else:
         for node in index.reach.reached_nodes(site):
             for placed in _node_calls(index, node):
-                if _calls_function(index, placed, path, function):
+                if calls_function(index, placed, path, function):
                     calls.append(placed)
     if not calls:
         return None
@@ -224,7 +224,8 @@ def _node_calls(index: WorkspaceIndex, node: Node) -> list[PlacedCall]:
     return [PlacedCall(c, node[1][0], f"{node[1][1]}.{node[2]}") for c in method.calls]
 
 
-def _calls_function(index: WorkspaceIndex, placed: PlacedCall, path: str, function: str) -> bool:
+def calls_function(index: WorkspaceIndex, placed: PlacedCall, path: str, function: str) -> bool:
+    """The call runs the function or method ``function`` of ``path`` (a method also through an instance call)."""
     owner, _, name = function.rpartition(".")
     for value in index.evaluator.evaluate(placed.call.func, placed.path):
         if isinstance(value, FunctionValue) and value.key == (path, function):
@@ -241,3 +242,30 @@ def _holds(text: str, kind: str) -> bool:
     """Whether the literal ``text`` is truthy (``kind == "truth"``) or is None (``kind == "none"``)."""
     value = ast.literal_eval(text)
     return value is None if kind == "none" else bool(value)
+
+
+def reset_around(index: WorkspaceIndex, path: str, function: str) -> bool:
+    """``function`` (or a function that calls it) also resets Dynamo: what it compiles is dropped afterwards, so
+    it compiles again every time instead of being reused."""
+    if not function:
+        return False
+    if _resets(index, path, function):
+        return True
+    for call, at in index.evaluator.callers(function.rpartition(".")[2]):
+        summary = index.summary(at)
+        if summary is None:
+            continue
+        for placed in calls(summary):
+            if (
+                placed.call is call
+                and placed.function
+                and calls_function(index, placed, path, function)
+                and _resets(index, at, placed.function)
+            ):
+                return True
+    return False
+
+
+def _resets(index: WorkspaceIndex, path: str, function: str) -> bool:
+    summary = index.summary(path)
+    return summary is not None and any(qualname == function for _, qualname in summary.resets)
