@@ -90,7 +90,10 @@ def test_model_hazards_are_warnings_because_train_py_compiles_the_model(capsys: 
     site = line_of(TRAIN, "torch.compile(model")
     in_model = [f for f in found if f["path"] == MODEL]
     assert {f["code"] for f in in_model} == {"DL101", "DL102"}
-    paths = {"DL101": "compiled here → `TinyLM.forward`", "DL102": "compiled here → `TinyLM.forward` → `TinyLM._sharpen`"}
+    paths = {
+        "DL101": "compiled here → `TinyLM.forward`",
+        "DL102": "compiled here → `TinyLM.forward` → `TinyLM._sharpen`",
+    }
     for finding in in_model:
         assert finding["severity"] == "warning"
         related = {(r["path"], r["line"], r["message"]) for r in finding["related"]}

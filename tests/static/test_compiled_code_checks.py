@@ -69,7 +69,9 @@ def test_compiled_in_another_file_is_a_warning_with_the_site_as_related() -> Non
     )
     [found] = only(findings, "DL301")
     assert (found.span.path, found.span.line, found.severity) == ("/ws/model.py", 6, Severity.WARNING)
-    assert [(r.span.path, r.span.line, r.message) for r in found.related] == [("/ws/train.py", 5, "compiled here → `Net.forward`")]
+    assert [(r.span.path, r.span.line, r.message) for r in found.related] == [
+        ("/ws/train.py", 5, "compiled here → `Net.forward`")
+    ]
     assert "GB0059" in found.message and found.data["gb_id"] == "GB0059"
 
 

@@ -35,7 +35,7 @@ net = torch.compile(Net().eval(), backend="eager")
 with torch.no_grad():
     for _ in range(4):
         net(torch.randn(3, 4), torch.tensor([1, 2, 3]))
-for reason, n in counters["graph_break"].items():
+for reason, _n in counters["graph_break"].items():
     print("graph break:", reason.splitlines()[0])
 print("graphs:", counters["stats"]["unique_graphs"], "frames compiled:", counters["frames"]["total"])
 

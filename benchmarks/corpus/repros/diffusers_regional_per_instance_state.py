@@ -2,8 +2,8 @@
 # instances share one code object (and one recompile limit). Instances that differ in a Python flag, or in whether
 # an optional submodule exists, or that see a different sequence length, each need their own cache entry.
 import torch
-import torch.nn as nn
 import torch._dynamo.eval_frame as ef
+import torch.nn as nn
 
 
 class Block(nn.Module):
@@ -48,7 +48,7 @@ for m in model.modules():
 with torch.no_grad(), torch._dynamo.config.patch(recompile_limit=64):
     for _ in range(3):
         model(torch.randn(1, 6, 8), torch.randn(1, 4, 8), torch.randn(1, 1, 8))
-print("cache entries of Block.forward after 3 calls:", entries())   # unmodulated / first layer with proj_in / rest
+print("cache entries of Block.forward after 3 calls:", entries())  # unmodulated / first layer with proj_in / rest
 
 torch._dynamo.reset()
 with torch.no_grad(), torch._dynamo.config.patch(recompile_limit=1):

@@ -1,5 +1,5 @@
-# Imitates speculative generation, where a single compiled forward helper is called alternately with a target model and a
-# smaller draft model (same class, different layer count, head count and widths, different input lengths).
+# Imitates speculative generation, where a single compiled forward helper is called alternately with a target model
+# and a smaller draft model (same class, different layer count, head count and widths, different input lengths).
 import torch
 import torch.nn as nn
 from torch._dynamo.utils import counters
@@ -37,13 +37,14 @@ def model_forward(model, idx):
 model_forward = torch.compile(model_forward, backend="eager")
 target, draft = LM(4, 16, 4), LM(2, 8, 2)
 k = 5
-for step in range(6):
-    model_forward(target, torch.randint(0, 50, (1, k + 1)))   # verify k+1 tokens
-    model_forward(draft, torch.randint(0, 50, (1, 1)))        # feed the last token to the draft model
+for _step in range(6):
+    model_forward(target, torch.randint(0, 50, (1, k + 1)))  # verify k+1 tokens
+    model_forward(draft, torch.randint(0, 50, (1, 1)))  # feed the last token to the draft model
 print("compiles for 12 calls alternating two model instances:", counters["stats"]["unique_graphs"])
 
-torch._dynamo.reset(); counters.clear()
-for step in range(6):
+torch._dynamo.reset()
+counters.clear()
+for _step in range(6):
     model_forward(target, torch.randint(0, 50, (1, k + 1)))
     model_forward(target, torch.randint(0, 50, (1, 1)))
 print("same two input lengths, target model only:", counters["stats"]["unique_graphs"])
@@ -54,14 +55,16 @@ def prefill(model, idx):
     return model(idx)[:, -1].argmax(-1)
 
 
-torch._dynamo.reset(); counters.clear()
+torch._dynamo.reset()
+counters.clear()
 prefill_c = torch.compile(prefill, backend="eager", dynamic=True)
 for sample in range(6):
     prompt = torch.randint(0, 50, (1, 7 + sample))
     prefill_c(target, prompt)
     prefill_c(draft, prompt)
 print("dynamic=True prefill, target then draft, 6 prompts:", counters["stats"]["unique_graphs"])
-torch._dynamo.reset(); counters.clear()
+torch._dynamo.reset()
+counters.clear()
 for sample in range(6):
     prefill_c(target, torch.randint(0, 50, (1, 7 + sample)))
 print("dynamic=True prefill, target only, 6 prompts:", counters["stats"]["unique_graphs"])

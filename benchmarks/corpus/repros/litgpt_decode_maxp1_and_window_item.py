@@ -61,15 +61,26 @@ def generate(step_fn, model, prompt_len=5, new=20):
 torch._dynamo.config.automatic_dynamic_shapes = True
 step = torch.compile(next_token, backend="eager")
 generate(step, Net())
-print("global cache, 20 tokens: compiles", counters["stats"]["unique_graphs"], "graph breaks", sum(counters["graph_break"].values()))
+print(
+    "global cache, 20 tokens: compiles",
+    counters["stats"]["unique_graphs"],
+    "graph breaks",
+    sum(counters["graph_break"].values()),
+)
 
-torch._dynamo.reset(); counters.clear()
+torch._dynamo.reset()
+counters.clear()
 generate(step, Net(window=16))
-print("sliding-window cache, 20 tokens: compiles", counters["stats"]["unique_graphs"], "graph breaks",
-      {k.splitlines()[0][:60]: v for k, v in counters["graph_break"].items()})
+print(
+    "sliding-window cache, 20 tokens: compiles",
+    counters["stats"]["unique_graphs"],
+    "graph breaks",
+    {k.splitlines()[0][:60]: v for k, v in counters["graph_break"].items()},
+)
 
 # Control: the same loop without the int (maxp1=None every call) compiles the same prefill + decode entries.
-torch._dynamo.reset(); counters.clear()
+torch._dynamo.reset()
+counters.clear()
 
 
 @torch.inference_mode()
@@ -84,7 +95,12 @@ def generate_no_int(step_fn, model, prompt_len=5, new=20):
 generate_no_int(step, Net())
 print("global cache without the int argument: compiles", counters["stats"]["unique_graphs"])
 
-torch._dynamo.reset(); counters.clear()
+torch._dynamo.reset()
+counters.clear()
 generate(step, Net(window=16), new=60)
-print("sliding-window cache, 60 tokens: compiles", counters["stats"]["unique_graphs"], "graph breaks",
-      sum(counters["graph_break"].values()))
+print(
+    "sliding-window cache, 60 tokens: compiles",
+    counters["stats"]["unique_graphs"],
+    "graph breaks",
+    sum(counters["graph_break"].values()),
+)

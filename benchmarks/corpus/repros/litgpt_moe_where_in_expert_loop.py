@@ -20,7 +20,7 @@ class MoE(nn.Module):
         probs = probs.softmax(dim=1)
         masks = (idx.unsqueeze(-1) == torch.arange(self.n)).permute(2, 0, 1)
         y = torch.zeros_like(x)
-        for mask, expert in zip(masks, self.experts):
+        for mask, expert in zip(masks, self.experts, strict=False):
             tok, slot = torch.where(mask)
             y[tok] += probs[tok, slot, None] * expert(x[tok])
         return y.view(b, t, c)
@@ -42,15 +42,23 @@ compiled = torch.compile(model, backend="eager")
 for _ in range(4):
     compiled(torch.randn(2, 5, 8))
 # TORCH_LOGS=graph_breaks shows GB0036 (aten.nonzero) followed by "graph break in loop ... Skipping the frame".
-print("whole-model compile: graphs captured", counters["stats"]["unique_graphs"], "frames seen", dict(counters["frames"]))
+print(
+    "whole-model compile: graphs captured", counters["stats"]["unique_graphs"], "frames seen", dict(counters["frames"])
+)
 
 
 def next_token(m, x):
     return m(x)[:, -1].argmax(-1)
 
 
-torch._dynamo.reset(); counters.clear()
+torch._dynamo.reset()
+counters.clear()
 step = torch.compile(next_token, backend="eager")
 for _ in range(4):
     step(model, torch.randn(1, 3, 8))
-print("compiled next-token helper: graphs captured", counters["stats"]["unique_graphs"], "frames seen", dict(counters["frames"]))
+print(
+    "compiled next-token helper: graphs captured",
+    counters["stats"]["unique_graphs"],
+    "frames seen",
+    dict(counters["frames"]),
+)

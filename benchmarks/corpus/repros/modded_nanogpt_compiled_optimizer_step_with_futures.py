@@ -11,7 +11,7 @@ from torch._dynamo.utils import counters
 os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
 os.environ.setdefault("MASTER_PORT", "29533")
 dist.init_process_group("gloo", rank=0, world_size=1)
-torch._dynamo.config.recompile_limit = 64          # the project raises the limit like this
+torch._dynamo.config.recompile_limit = 64  # the project raises the limit like this
 
 
 class TinyDistAdam(torch.optim.Optimizer):
@@ -38,7 +38,7 @@ class TinyDistAdam(torch.optim.Optimizer):
                 t = st["step"]
                 st["m"].mul_(b1).add_(g, alpha=1 - b1)
                 st["v"].mul_(b2).addcmul_(g, g, value=1 - b2)
-                upd = st["m"] / (st["v"].sqrt() + 1e-8) * (group["lr"] * (1 - b2 ** t) ** 0.5 / (1 - b1 ** t))
+                upd = st["m"] / (st["v"].sqrt() + 1e-8) * (group["lr"] * (1 - b2**t) ** 0.5 / (1 - b1**t))
                 p.add_(upd, alpha=-1.0)
                 gathers.append(dist.all_gather_into_tensor(torch.empty_like(p), p, async_op=True).get_future())
         self.futures.clear()
@@ -52,7 +52,7 @@ for step in range(12):
         g = torch.randn_like(p)
         opt.futures[p] = (dist.all_reduce(g, async_op=True).get_future(), g)
     for group in opt.param_groups:
-        group["lr"] = 1e-3 * (1 - step / 12)        # the trainer rewrites the lr every step
+        group["lr"] = 1e-3 * (1 - step / 12)  # the trainer rewrites the lr every step
     opt.step()
 print("unique graphs:", counters["stats"]["unique_graphs"])
 print("frames skipped or compiled:", dict(counters["frames"]))

@@ -20,14 +20,15 @@ def share(grad, idx, send_counts, recv_counts):
     send_sizes = [c * d for c in send_counts]
     recv_sizes = [c * d for c in recv_counts]
     out = torch.empty(sum(recv_sizes), dtype=grad.dtype)
-    fut = dist.all_to_all_single(out, vals.view(-1), output_split_sizes=recv_sizes,
-                                 input_split_sizes=send_sizes, async_op=True).get_future()
+    fut = dist.all_to_all_single(
+        out, vals.view(-1), output_split_sizes=recv_sizes, input_split_sizes=send_sizes, async_op=True
+    ).get_future()
     return out, fut
 
 
 grad = torch.randn(64, 4)
 for step in range(12):
-    n = 3 + (step * 7) % 11                      # rows to send changes every step
+    n = 3 + (step * 7) % 11  # rows to send changes every step
     idx = torch.randint(0, 64, (n,), dtype=torch.int32)
     out, fut = share(grad, idx, [n], [n])
     fut.wait()

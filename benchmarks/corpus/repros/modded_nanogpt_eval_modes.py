@@ -13,7 +13,7 @@ class Net(nn.Module):
 
     def forward(self, x):
         y = self.lin(x)
-        if self.training:                  # the model picks its loss path on self.training
+        if self.training:  # the model picks its loss path on self.training
             return y.square().sum()
         return y.abs().mean()
 

@@ -36,7 +36,8 @@ class Net(nn.Module):
 
 
 def run(dynamic, change_ints, change_float):
-    torch._dynamo.reset(); counters.clear()
+    torch._dynamo.reset()
+    counters.clear()
     net = Net()
     model = torch.compile(net, backend="eager", dynamic=dynamic, fullgraph=True)
     x = torch.randn(2, 8)

@@ -30,12 +30,13 @@ def evaluate():
 
 for it in range(12):
     if it % 4 == 0:
-        evaluate()          # eval mode + no_grad
+        evaluate()  # eval mode + no_grad
     model(x).sum().backward()
 print("compiles (eval+no_grad entry and train+grad entry):", counters["stats"]["unique_graphs"])
 
 # Same schedule, but evaluating under no_grad without switching to eval mode: the grad-mode guard alone
-torch._dynamo.reset(); counters.clear()
+torch._dynamo.reset()
+counters.clear()
 model = torch.compile(Attn(), backend="eager")
 for it in range(12):
     if it % 4 == 0:

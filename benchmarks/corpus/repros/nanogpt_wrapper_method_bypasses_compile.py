@@ -16,7 +16,7 @@ class LM(nn.Module):
     @torch.no_grad()
     def sample(self, x, steps):
         for _ in range(steps):
-            x = torch.cat([x, self(x)[:, -1:]], dim=1)   # growing sequence
+            x = torch.cat([x, self(x)[:, -1:]], dim=1)  # growing sequence
         return x
 
 

@@ -4,6 +4,7 @@ document of the batch) and a cumulative-lengths tensor whose length changes per 
 torch 2.13, backend="eager", 12 batches: the first new value recompiles each block frame once,
 then the int and the tensor length are symbolic (automatic dynamic): 2 compiles in all.
 """
+
 import torch
 import torch.nn as nn
 from torch._dynamo.utils import counters

@@ -5,6 +5,7 @@ torch 2.13, backend="eager", 12 steps, eval every 4: the reset throws away the t
 so each eval costs the eval compiles and the next training step compiles the blocks from scratch
 (a first compile, no recompile event). Prints the compile count per phase.
 """
+
 import torch
 import torch.nn as nn
 from torch._dynamo.utils import counters

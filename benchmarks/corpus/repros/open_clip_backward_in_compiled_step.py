@@ -14,6 +14,7 @@ def make_step():
         loss.backward()
         opt.step()
         return loss
+
     return step
 
 

@@ -1,6 +1,7 @@
 # A contrastive loss that swaps features with the neighbouring rank through point-to-point ops wrapped in an
 # autograd.Function, compiled as part of a training forward (two CPU ranks over gloo on the loopback address).
 import os
+
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -31,6 +32,7 @@ def worker(rank):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29517")
     dist.init_process_group("gloo", rank=rank, world_size=2)
     from torch._dynamo.utils import counters
+
     step = torch.compile(loss_fn, backend="eager")
     for _ in range(3):
         img = torch.randn(4, 8, requires_grad=True)

@@ -33,12 +33,12 @@ class Task(nn.Module):
 
 
 task = Task()
-for epoch in range(3):
+for _epoch in range(3):
     task.train()
     task(x=torch.randn(4, 3))
     task.eval()
     task(x=torch.randn(4, 3))
-print("after 3 train/eval toggles, graphs:", counters["stats"]["unique_graphs"])   # 2: one per entry point
+print("after 3 train/eval toggles, graphs:", counters["stats"]["unique_graphs"])  # 2: one per entry point
 task(text=torch.randn(4, 3))
 task(image=torch.randn(4, 3))
 print("after text-only and image-only eval batches, graphs:", counters["stats"]["unique_graphs"])  # 4

@@ -18,7 +18,7 @@ for n in range(2, 8):
     params.append(("i,i->i", torch.randn(n + 10), [torch.ones(n + 10)]))
 
 try:
-    for step in range(2):
+    for _step in range(2):
         for expr, g, qs in params:
             helper(expr, g, qs)
     print("finished without error")
@@ -31,7 +31,7 @@ print("graphs compiled before the failure:", counters["stats"]["unique_graphs"])
 torch._dynamo.reset()
 counters.clear()
 torch._dynamo.config.cache_size_limit = 1_000_000
-for step in range(2):
+for _step in range(2):
     for expr, g, qs in params:
         helper(expr, g, qs)
 print("with cache_size_limit=1e6: graphs compiled for 12 parameters over 2 steps:", counters["stats"]["unique_graphs"])

@@ -6,7 +6,9 @@ Measures (torch 2.13, backend="eager"):
   layer_int  - a per-layer int read in forward: 8 compiles, then FailOnRecompileLimitHit (fullgraph)
   + eval     - afterwards, eval() + no_grad (a validation pass) adds one entry per variant
 """
+
 import sys
+
 import torch
 import torch.nn as nn
 from torch._dynamo.utils import counters
@@ -19,7 +21,7 @@ class Block(nn.Module):
         super().__init__()
         self.proj = nn.Linear(8, 8)
         self.expert = nn.Linear(8, 8)
-        self.use_expert = i > 0            # like a dense-first-layers MoE stack
+        self.use_expert = i > 0  # like a dense-first-layers MoE stack
         self.idx = i
 
     def forward(self, x):
@@ -35,9 +37,9 @@ layers = nn.ModuleList([Block(i) for i in range(12)])
 for block in layers:
     block.compile(backend="eager", fullgraph=True)
 
-x = torch.randn(4, 8, requires_grad=True)   # like an embedding output
+x = torch.randn(4, 8, requires_grad=True)  # like an embedding output
 try:
-    for step in range(3):
+    for _step in range(3):
         h = x
         for block in layers:
             h = block(h)

@@ -4,6 +4,7 @@
 torch 2.13, backend="eager", fullgraph=True, 12 batches with a new max length each:
 the first change recompiles, then the int is symbolic (automatic dynamic): 2 compiles in all.
 """
+
 from typing import NamedTuple
 
 import torch

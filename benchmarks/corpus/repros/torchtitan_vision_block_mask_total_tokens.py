@@ -5,6 +5,7 @@ torch 2.13, backend="eager", 12 batches of 1-4 segments of 50-400 tokens: the fi
 recompiles (guard Q_LEN == n), the next adds a size-relation guard, then the lengths stay
 symbolic: 3 compiles in all, no recompile limit.
 """
+
 import random
 
 import torch
@@ -26,7 +27,7 @@ def block_diagonal(seg_lens, total):
     return compiled_cbm(mask_mod, 1, None, total, total, device="cpu")
 
 
-for batch in range(12):
+for _batch in range(12):
     lens = torch.tensor([random.randint(50, 400) for _ in range(random.randint(1, 4))])
     block_diagonal(lens, int(lens.sum()))
 print("compiles:", counters["stats"]["unique_graphs"])

@@ -5,6 +5,7 @@ torch 2.13, backend="eager": if the FIRST call takes the no-op path, Dynamo trac
 frame ("No ops traced for the FX graph") and never compiles that code object again: later calls
 with the optional input run eagerly (0 graphs). If the first call has the input: 1 graph.
 """
+
 import sys
 
 import torch
@@ -31,5 +32,10 @@ inputs = [None, torch.randn(2, 4)] if first_empty else [torch.randn(2, 4), None]
 for _ in range(3):
     for enc in inputs:
         layer(x, enc=enc)
-print("empty first" if first_empty else "input first", "graphs:", counters["stats"]["unique_graphs"],
-      "frames:", dict(counters["frames"]))
+print(
+    "empty first" if first_empty else "input first",
+    "graphs:",
+    counters["stats"]["unique_graphs"],
+    "frames:",
+    dict(counters["frames"]),
+)

@@ -4,6 +4,7 @@ rewrites the Python-float lr in param_groups after every step.
 torch 2.13, backend="eager", AdamW, 12 steps: the second step fails the lr value guard and
 recompiles once; after that the lr is a symbolic float: 2 compiles of the step in all.
 """
+
 import math
 
 import torch
@@ -23,7 +24,7 @@ def warmup_cosine(step, warmup=3, total=12):
 sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine)
 opt.step = torch.compile(opt.step, backend="eager")
 x = torch.randn(4, 8)
-for step in range(12):
+for _step in range(12):
     model(x).sum().backward()
     opt.step()
     opt.zero_grad(set_to_none=True)

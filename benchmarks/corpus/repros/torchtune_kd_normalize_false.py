@@ -5,6 +5,7 @@ torch 2.13, backend="eager": called the way the chunked wrapper calls it (normal
 x 3 steps) Dynamo specialises on the constant bool, never traces the tensor branch: 1 graph,
 0 graph breaks. Called with normalize=True the same branch does break (GB0170).
 """
+
 import sys
 
 import torch
@@ -22,15 +23,19 @@ class KL(nn.Module):
         if not normalize:
             return -(per_tok * mask).sum()
         total = mask.sum()
-        if total == 0:                      # tensor-valued condition
+        if total == 0:  # tensor-valued condition
             return torch.tensor(0.0)
         return -(per_tok * mask).sum() / total
 
 
 normalize = len(sys.argv) > 1 and sys.argv[1] == "normalize"
 inner = torch.compile(KL(), backend="eager")
-for step in range(3):
-    for chunk in range(8):
+for _step in range(3):
+    for _chunk in range(8):
         inner(torch.randn(6, 10), torch.randn(6, 10), torch.randint(0, 10, (6,)), normalize=normalize)
-print("normalize=%s graphs:" % normalize, counters["stats"]["unique_graphs"],
-      "graph breaks:", sum(counters["graph_break"].values()) + sum(counters["unimplemented"].values()))
+print(
+    f"normalize={normalize} graphs:",
+    counters["stats"]["unique_graphs"],
+    "graph breaks:",
+    sum(counters["graph_break"].values()) + sum(counters["unimplemented"].values()),
+)

@@ -4,6 +4,7 @@ a context manager flips it to True for the reference forward (under no_grad) and
 torch 2.13, backend="eager", 6 steps: the reference pass fails the bool guard (and the grad-mode
 guard) once, compiles a second entry, and both entries are reused afterwards: 2 compiles in all.
 """
+
 from contextlib import contextmanager
 
 import torch
@@ -52,8 +53,8 @@ model = nn.Sequential(*[Layer() for _ in range(4)])
 for layer in model:
     layer.compile(backend="eager")
 x = torch.randn(2, 8, requires_grad=True)
-for step in range(6):
-    model(x).sum().backward()                  # policy forward
+for _step in range(6):
+    model(x).sum().backward()  # policy forward
     with torch.no_grad(), adapters_off(model):
-        model(x.detach())                      # reference forward
+        model(x.detach())  # reference forward
 print("compiles:", counters["stats"]["unique_graphs"])

@@ -5,6 +5,7 @@ torch 2.13, backend="eager", 16 layers x 2 steps: partials are guarded by type a
 identity, so all partial-holding layers share one entry and the None layers get a second one:
 2 compiles in all (a recompile per layer kind, not per layer).
 """
+
 import functools
 
 import torch
@@ -31,8 +32,8 @@ class Layer(nn.Module):
 layers = [Layer(None if (i + 1) % 4 == 0 else functools.partial(chunked_mask, chunk=8)) for i in range(16)]
 for layer in layers:
     layer.compile(backend="eager")
-x = torch.randn(2, 4, requires_grad=True)   # like the embedding output feeding layer 0
-for step in range(2):
+x = torch.randn(2, 4, requires_grad=True)  # like the embedding output feeding layer 0
+for _step in range(2):
     h = x
     for layer in layers:
         h = layer(h)
