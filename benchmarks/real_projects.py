@@ -174,6 +174,8 @@ class Outcome:
     true: int = 0
     false: int = 0
     unjudged: list[Reported] = field(default_factory=list)
+    wrong: list[Verdict] = field(default_factory=list)
+    """The verdicts of today's findings judged false (what to work on)."""
     found: list[Hazard] = field(default_factory=list)
     missed: list[Hazard] = field(default_factory=list)
     needs_new_check: list[Hazard] = field(default_factory=list)
@@ -252,6 +254,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--unjudged", action="store_true", help="list the warning/info findings without a verdict")
     parser.add_argument("--missed", action="store_true", help="list the recorded hazards the run does not report")
     parser.add_argument("--gone", action="store_true", help="list the verdicts no current finding matches")
+    parser.add_argument("--false", action="store_true", help="list today's findings judged false, with why")
     parser.add_argument("-v", "--verbose", action="store_true", help="all three lists")
     parser.add_argument("--json", action="store_true", help="write the whole result as JSON to stdout")
     parser.add_argument("--corpus", type=Path, default=CORPUS, help=argparse.SUPPRESS)  # the tests' own corpus
@@ -552,6 +555,7 @@ def judge(project: Project, reported: Sequence[Reported], outcome: Outcome) -> N
             outcome.true += 1
         else:
             outcome.false += 1
+            outcome.wrong.append(verdict)
     for hazard in project.hazards:
         if hazard.code == NEW_CODE:
             outcome.needs_new_check.append(hazard)
@@ -643,6 +647,8 @@ def print_report(outcomes: Sequence[Outcome], args: argparse.Namespace) -> None:
         )
     if args.gone:
         section("gone verdicts (no current warning/info finding matches)", outcomes, lambda o: o.gone, gone_line)
+    if args.false:
+        section("findings judged false", outcomes, lambda o: o.wrong, wrong_line)
 
 
 def section(title: str, outcomes: Sequence[Outcome], items: Any, line: Any) -> None:
@@ -663,6 +669,10 @@ def unjudged_line(f: Reported) -> str:
 def hazard_line(h: Hazard) -> str:
     origin = "finding judged true" if h.source == "finding" else "hazard"
     return f"{h.code} {h.path}:{h.line} ({origin}): {h.why}"
+
+
+def wrong_line(v: Verdict) -> str:
+    return f"{v.code} {v.path}:{v.line}: {v.why}"
 
 
 def gone_line(g: Gone) -> str:
