@@ -31,7 +31,7 @@ from dynamo_lens.model import Severity
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
 PROBE = Path(__file__).with_name("torch_probe.py")
-MARK = re.compile(r"#\s*(DL\d{3}(?::\d+)?(?:\s*,\s*DL\d{3}(?::\d+)?)*)\s*$")
+MARK = re.compile(r"#\s*(DL\d{3}(?::\d+)?(?:\[\w+\])?(?:\s*,\s*DL\d{3}(?::\d+)?(?:\[\w+\])?)*)\s*$")
 RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit on 2.13
 
 # Codes whose every fixture file must appear in CASES (so no claim about torch goes unmeasured).
@@ -91,7 +91,9 @@ CASES = (
     Case("DL204_member_namespace_int.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL204_member_dict_float.py", "DL204", Expect.RECOMPILE, 2),
     Case("DL204_module_attribute/train.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case("DL204_lazy_global_buffer.py", "DL204", Expect.RECOMPILE, 2),  # None, then a tensor: one recompile
     Case("DL204_ok_member_set_once.py", "DL204", Expect.QUIET, 1),
+    Case("DL204_ok_setter_before_compile.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_constant_global.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_tensor_rebound.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_not_read_by_compiled.py", "DL204", Expect.QUIET, 1),
@@ -115,7 +117,12 @@ CASES = (
     Case("DL301_alias_compile_call.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0109")),
     Case("DL301_library_logger.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0291")),
     Case("DL301_print_in_loop.py", "DL301", Expect.GRAPH_BREAK, compiles=0, gb_ids=gb("GB0059")),
+    Case("DL301_factory_and_classmethod/train.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059")),
+    Case("DL301_sequential_inline.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059")),
+    Case("DL301_autograd_apply_alias.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059")),
+    Case("DL301_logger_conditional_hint.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0291")),
     Case("DL301_ok_outside_compiled.py", "DL301", Expect.QUIET, 1),
+    Case("DL301_ok_is_compiling_return.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_traceable_calls.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_uncompiled_helper.py", "DL301", Expect.QUIET, 1),
     # DL302 data-dependent-branch
@@ -124,7 +131,9 @@ CASES = (
     Case("DL302_ifexp_and_isnan.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_and_operand.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_branch_in_loop.py", "DL302", Expect.GRAPH_BREAK, compiles=0, gb_ids=gb("GB0170")),
+    Case("DL302_flag_set_once.py", "DL302", Expect.GRAPH_BREAK, compiles=2, gb_ids=gb("GB0170")),
     Case("DL302_ok_static_conditions.py", "DL302", Expect.QUIET, 1),
+    Case("DL302_ok_flag_never_set.py", "DL302", Expect.QUIET, 1),
     Case("DL302_ok_branchless.py", "DL302", Expect.QUIET, 1),
     Case("DL302_ok_uncompiled.py", "DL302", Expect.QUIET, 1),
 )

@@ -50,7 +50,9 @@ annotated `torch.Tensor`): `int(n)` on a plain Python number is not reported. `t
 installed and `trace_numpy` on (the default) Dynamo traces it. f-strings, `id()`, `len()` and `isinstance()` on
 tensors do not break and are not reported. A logger is recognised when its name is bound to `logging.getLogger(...)`
 or to a library's `get_logger(...)` helper. Calls are followed into functions of the same workspace that the
-compiled code calls directly; functions decorated with `torch.compiler.disable` are not traced.
+compiled code calls directly; functions decorated with `torch.compiler.disable` are not traced. A call that runs
+only under a condition (its own `if`, or a call made conditionally on the way from the compile site) is a hint:
+whether the program takes that branch is decided by its configuration and inputs, which a scan cannot see.
 
 ## Fix safety
 No automatic fix: moving a call out of the compiled region changes when it runs, and `capture_scalar_outputs`
@@ -126,11 +128,6 @@ IMPORTABLE = frozenset(
 BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr", "P2POp"}) | IMPORTABLE | COLLECTIVES
 ATTRIBUTES = LOGGER_METHODS | {"item", "tolist", "backward", "P2POp"} | IMPORTABLE | COLLECTIVES
 """Last names of the calls that may break: the shape test before any name is resolved."""
-
-
-DIAGNOSTICS = (PRINT, LOGGER, LOGGING, SKIPPED)
-"""Breaks by code that reports rather than computes (printing, logging, warnings): usually on a rare path, so
-reported only where they run on every compiled call."""
 
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
@@ -279,7 +276,7 @@ def _candidate(ctx: FileContext, body: FunctionBody, call: ast.Call, found: Grap
         message=message,
         severity=RULE.default_severity,
         data=(("gb_id", found.gb_id), ("call", text), ("in_loop", str(in_loop).lower())),
-        only_if_taken=found in DIAGNOSTICS,
+        only_if_taken=True,
         guarded=id(call) in body.guarded,
         requires=body.requires.get(id(call), ()),
     )

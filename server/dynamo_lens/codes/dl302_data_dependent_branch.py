@@ -31,7 +31,9 @@ or express the branch with `torch.cond(pred, true_fn, false_fn, (y,))`, which Dy
 ## Known limitations
 A condition is recognised as a tensor when it is built from tensor methods (`sum`, `any`, `max`, ...), `torch.*`
 functions, arguments annotated `torch.Tensor`, or local names assigned from such expressions. A bare argument
-(`if x:`) is not reported, since it could be a Python flag. Branches on `.item()` values are reported as DL301.
+(`if x:`) is not reported, since it could be a Python flag. Branches on `.item()` values are reported as DL301. A
+branch that compiled code reaches only under a condition (an outer `if`, or a call made conditionally on the way from
+the compile site) is a hint: the scan cannot tell whether the program takes it.
 
 ## Fix safety
 No automatic fix: `torch.where` evaluates both branches, and `torch.cond` needs both branches to return tensors of
@@ -86,6 +88,8 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
                 ),
                 severity=RULE.default_severity,
                 data=(("gb_id", BRANCH.gb_id), ("condition", text), ("in_loop", str(in_loop).lower())),
+                only_if_taken=True,
+                guarded=id(statement) in body.guarded,
                 requires=body.requires.get(id(statement), ()),
             )
 

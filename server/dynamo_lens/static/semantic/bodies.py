@@ -50,9 +50,9 @@ class InsideCompiledCandidate(Candidate):
     related: tuple[Related, ...] = ()
     data: tuple[tuple[str, str], ...] = ()
     only_if_taken: bool = False
-    """A hazard that matters only where its code really runs (a warning logged on a rare path): reported as a hint
-    unless its statement runs whenever its function does (not ``guarded``) and compiled code runs the function on
-    every call."""
+    """A hazard that matters only where its code really runs (a graph break): reported as a hint unless its
+    statement runs whenever its function does (not ``guarded``) and compiled code runs the function on every call.
+    Which branch a program takes is decided by its configuration and inputs, which a scan does not see."""
     guarded: bool = False
     """Its statement runs only under a condition of its function."""
     requires: tuple[tuple[str, str, bool], ...] = ()
@@ -278,6 +278,9 @@ def rebinding_places(ctx: FileContext, targets: Sequence[ast.expr], label: str) 
     return ", ".join(f"line {t.lineno}" for t in shown), tuple(Related(ctx.span(t), label) for t in shown)
 
 
+CONDITIONAL = " (a hint: compiled code runs this only under a condition, which the scan cannot decide)"
+
+
 def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
     """The candidate's finding when compiled code reaches its function, a hint inside an uncompiled module's
     ``forward`` (or a method it calls), nothing elsewhere."""
@@ -289,16 +292,16 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
         return
     if candidate.requires and sites and never_runs(index, sites, path, candidate.function, candidate.requires):
         return  # every compiled call passes arguments under which this statement does not run
-    severity = candidate.severity
-    if candidate.only_if_taken:
+    severity, message = candidate.severity, candidate.message
+    if candidate.only_if_taken and sites:
         node = index.reach.scope_node(path, candidate.function)
         always = node is not None and any(index.reach.always_runs(site, node) for site in sites)
         if candidate.guarded or not always:
-            severity = Severity.HINT  # it may never run when compiled: we cannot tell
+            severity, message = Severity.HINT, message + CONDITIONAL
     yield index.finding(
         rule,
         candidate.span,
-        candidate.message,
+        message,
         sites,
         severity=severity,
         related=candidate.related,
