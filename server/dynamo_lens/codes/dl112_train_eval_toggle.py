@@ -32,7 +32,9 @@ Only a switch *to* eval mode (or to a mode computed at run time) is reported, on
 only where the program also runs it in training mode: it switches it back with `.train()` somewhere, or called the
 compiled code earlier in the same function. The compiled code must read `training`: a workspace class that reads
 `self.training` (itself or in a submodule), or a `torch.nn` layer that does (`Dropout`, `BatchNorm`,
-`InstanceNorm`, RNN and attention layers). Modules whose classes cannot be told are not reported.
+`InstanceNorm`, RNN and attention layers). Modules whose classes cannot be told are not reported. Switches in a
+constructor or in a module's `train()`/`eval()` override (setting a frozen teacher up in eval mode) are not toggles
+and are not reported, nor a switch in a script that shares no file with the program that compiles the module.
 
 ## Fix safety
 No fix is offered.
@@ -79,11 +81,21 @@ MODE_SENSITIVE = re.compile(r"Dropout|BatchNorm|InstanceNorm|RNN|LSTM|GRU|Multih
 MODE_METHODS = frozenset({"eval", "train"})
 
 
+def _sets_up(index: WorkspaceIndex, path: str, switch: ModeSwitch) -> bool:
+    """Whether the switch sets a module up rather than toggles it: a constructor freezing a teacher in eval mode, or
+    an ``nn.Module``'s ``train()``/``eval()`` override keeping one submodule in eval (a trainer's own ``eval()`` loop
+    is no such override)."""
+    owner, _, method = switch.function.rpartition(".")
+    if method == "__init__":
+        return True
+    return method in MODE_METHODS and bool(owner) and index.is_module_class((path, owner))
+
+
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
     trained = _trained_holders(index)
     found: dict[frozenset[Value], list[tuple[str, ModeSwitch, Span | None, list[CompileSite]]]] = {}
     for path, switch in switches(index):
-        if switch.mode == "train":
+        if switch.mode == "train" or _sets_up(index, path, switch):
             continue
         holders = switched_holders(index, path, switch)
         sites = list(dict.fromkeys(site for found_sites in holders.values() for site in found_sites))

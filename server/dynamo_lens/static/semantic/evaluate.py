@@ -232,7 +232,7 @@ class Evaluator:
             return NOTHING
         position = summary.class_attrs.index(name)
         found: set[Value] = set()
-        for call, at in itertools.islice(self.callers(cls[1].rpartition(".")[2]), MAX_CALLERS):
+        for call, at in itertools.islice(self.callers(cls[1].rpartition(".")[2], cls[0]), MAX_CALLERS):
             if ClassValue(cls) not in self.evaluate(call.func, at):
                 continue
             argument = next((value for key, value in call.keywords if key == name), None)
@@ -267,20 +267,25 @@ class Evaluator:
                         pending.append(element)
         return frozenset(found)
 
-    def callers(self, name: str) -> Iterator[tuple[CallSite, str]]:
+    def callers(self, name: str, near: str = "") -> Iterator[tuple[CallSite, str]]:
         """Calls (and their files) whose callee is written ``name``, then those whose callee is a module-level name
-        of its file (which may hold the function under another name)."""
+        of its file (which may hold the function under another name); each group in path order, the calls in the
+        file ``near`` first (the likeliest callers, when a caller only looks at the first few)."""
         if self._callers is None:
             index: dict[str, list[tuple[CallSite, str]]] = {}
-            for summary in self.files.summaries:
+            for summary in sorted(self.files.summaries, key=lambda s: s.path):
                 for call in _calls_of(summary):
                     index.setdefault(call.name, []).append((call, summary.path))
                     if isinstance(call.func, exprs.Global) and call.name:
                         index.setdefault("", []).append((call, summary.path))
             self._callers = index
-        yield from self._callers.get(name, ())
-        if name:
-            yield from self._callers.get("", ())
+        for spelled in (name, "") if name else (name,):
+            calls = self._callers.get(spelled, ())
+            if near:
+                yield from (c for c in calls if c[1] == near)
+                yield from (c for c in calls if c[1] != near)
+            else:
+                yield from calls
 
     # -- expressions ---------------------------------------------------------------------------------------------
     def _evaluate(self, expr: Expr, path: str, env: Env) -> Iterable[Value]:
@@ -516,7 +521,7 @@ class Evaluator:
         else:
             target, spelled = FunctionValue((path, function)), last
         found: set[Value] = set()
-        for call, at in itertools.islice(self.callers(spelled), MAX_CALLERS):
+        for call, at in itertools.islice(self.callers(spelled, path), MAX_CALLERS):
             keyword = next((value for key, value in call.keywords if key == name), None)
             positional = [call.args[i] for i in (index, index - 1) if 0 <= i < len(call.args)]
             if all(exprs.is_trivial(a) for a in (*positional, keyword) if a is not None):
@@ -600,7 +605,18 @@ def _fresh(values: Iterable[Value], function: FunctionKey) -> set[Value]:
     """What a factory returns, without the identity of its own local variables: each call makes a new object
     (``GPT.from_pretrained()`` in two scripts makes two models). Instance methods keep them: ``self._setup_model()``
     builds the one model of its object."""
-    return {v for v in values if not (isinstance(v, Slot) and v.owner == function)}
+    found: set[Value] = set()
+    for value in values:
+        if isinstance(value, Slot) and value.owner == function:
+            continue
+        if isinstance(value, Container):  # `return model, transform`
+            value = Container(
+                frozenset(_fresh(value.elements, function)),
+                value.sequential,
+                tuple(frozenset(_fresh(position, function)) for position in value.positions),
+            )
+        found.add(value)
+    return found
 
 
 def _elements(value: Value, index: int = -1) -> Iterable[Value]:

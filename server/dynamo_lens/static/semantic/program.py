@@ -110,7 +110,12 @@ def switched_sites(index: WorkspaceIndex, path: str, switch: ModeSwitch) -> list
 def switched_holders(index: WorkspaceIndex, path: str, switch: ModeSwitch) -> dict[Value, list[CompileSite]]:
     """What the switch's receiver can be that holds compiled state, with the sites that compile it."""
     holders = index.reach.state_holders()
-    return {value: holders[value] for value in index.evaluator.evaluate(switch.receiver, path) if value in holders}
+    found: dict[Value, list[CompileSite]] = {}
+    for value in index.evaluator.evaluate(switch.receiver, path):
+        sites = [site for site in holders.get(value, ()) if index.files.together(path, site.span.path)]
+        if sites:
+            found[value] = sites
+    return found
 
 
 def switches(index: WorkspaceIndex) -> Iterator[tuple[str, ModeSwitch]]:

@@ -96,6 +96,7 @@ class Files:
                     self._modules.setdefault(name, []).append(path)
         self._resolved: dict[tuple[str, Ref], Symbol | None] = {}
         self._relative: dict[tuple[str, str], tuple[str, int] | None] = {}
+        self._programs: dict[str, int] | None = None
 
     # -- files -------------------------------------------------------------------------------------------------------
     @property
@@ -153,6 +154,35 @@ class Files:
         if not self._targets:
             for path in self._paths:
                 self._link_file(path)
+
+    def together(self, a: str, b: str) -> bool:
+        """Whether the files ``a`` and ``b`` can run in one program: some file that no other file of the workspace
+        refers to (a script, a test, an entry point) reaches both through the names it uses, or one reaches the
+        other. Code in two programs that share no file never runs together (a mode switch in one script does not
+        change a module another script compiles)."""
+        programs = self._program_bits()
+        return bool(programs.get(a, -1) & programs.get(b, -1))
+
+    def _program_bits(self) -> dict[str, int]:
+        """Per file, one bit per program (an entry file that reaches it)."""
+        if self._programs is None:
+            self.track_changes()
+            bits: dict[str, int] = {}
+            pending: list[str] = []
+            for number, path in enumerate(p for p in self._paths if not self._sources.get(p, set()) - {p}):
+                bits[path] = 1 << number
+                pending.append(path)
+            while pending:
+                path = pending.pop()
+                for target in self._targets.get(path, ()):
+                    merged = bits.get(target, 0) | bits[path]
+                    if merged != bits.get(target):
+                        bits[target] = merged
+                        pending.append(target)
+            for path in self._paths:
+                bits.setdefault(path, -1)  # only reached from an import cycle: any program may run it
+            self._programs = bits
+        return self._programs
 
     def _carry_over(self, previous: Files, changed: list[str]) -> None:
         """Take over ``previous``'s carried results and file graph, and find the files ``changed`` can affect:
