@@ -87,6 +87,7 @@ CASES = (
     Case("DL112_epoch_loop.py", 2),
     Case("DL112_train_false_wrapper.py", 2),
     Case("DL112_cross_file/main.py", 2),
+    Case("DL112_evaluate_helper_no_grad.py", 2),  # eval and no_grad switch together: one entry per pair
     Case("DL112_ok_eval_before_compile.py", 1),
     Case("DL112_ok_train_only.py", 1),
     Case("DL112_ok_uncompiled.py", 1),
@@ -121,6 +122,7 @@ CASES = (
     Case("DL206_reset_per_step.py", 12),
     Case("DL206_compiler_reset_alias.py", 12),
     Case("DL206_reset_in_helper.py", 12),
+    Case("DL206_reset_in_method.py", 12),
     Case("DL206_ok_reset_once.py", 2),
     Case("DL206_ok_per_experiment.py", 2),
     Case("DL206_ok_other_reset.py", 1),
@@ -143,6 +145,7 @@ CASES = (
     Case("DL208_ok_always_no_grad.py", 1),
     Case("DL208_ok_uncompiled_eval.py", 1),
     Case("DL208_ok_enable_grad_same.py", 1),
+    Case("DL208_ok_no_grad_through_helpers.py", 1),
     Case("DL208_ok_torch_nn_compile_in_place.py", 0),  # torch.nn frames are skipped: nothing compiles
     # DL209: a scheduled float lr recompiles the optimizer step once
     Case("DL209_steplr_compiled_step.py", 2),
@@ -168,6 +171,7 @@ CASES = (
     Case("DL402_ok_hook_before_compiled_function.py", 1, hooks=Hooks.SAME),
     Case("DL402_ok_per_module_hook.py", 1, hooks=Hooks.SAME),
     Case("DL402_ok_no_compile.py", 0, hooks=Hooks.SAME),
+    Case("DL402_ok_unrelated_program/tracer.py", 0, hooks=Hooks.SAME),
     Case("DL402_ok_other_library.py", 1),
     # DL403: a replaced forward is picked up with one recompile (results stay right)
     Case("DL403_forward_patched_after_call.py", 2),

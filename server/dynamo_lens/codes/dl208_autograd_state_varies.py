@@ -29,9 +29,10 @@ Nothing is wrong with one entry per mode. To avoid compiling evaluation at all, 
 to share one entry, evaluate under the same grad mode.
 
 ## Known limitations
-The grad mode of a call is the one its own function sets (a `with` block around it, or a decorator of the function);
-a mode set by the function's callers is not followed, so a call in a helper that only ever runs under `no_grad`
-counts as a call with grad enabled. Inputs with differing `requires_grad` are not detected statically.
+The grad mode of a call is the one its own function sets (a `with` block around it, or a decorator of the function),
+else the one every caller of the function sets, followed up to four levels of callers (a test calling a scoring
+helper calling the model); a helper with one caller in grad mode, or reached only deeper, counts as running with
+grad enabled. Inputs with differing `requires_grad` are not detected statically.
 
 ## Fix safety
 No fix is offered.
@@ -46,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Finding, Related, Severity
+from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.static.semantic.contexts import GRAD, VARIES
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.program import (
@@ -85,13 +86,18 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
         return
     modes = {key: {p.call.grad for p in found} for key, found in contexts.items()}
     grad_functions: dict[tuple[CompileSite, str], set[str]] = {}
-    for path in sorted({path for _, path in contexts}):  # validation beside the training loop
-        found_summary = index.summary(path)
-        for placed in calls(found_summary) if found_summary is not None else ():
-            if placed.call.grad == GRAD or (not placed.call.grad and not _callers_disable_grad(index, placed)):
-                for site in reached_sites(index, placed):
-                    modes.setdefault((site, path), set()).add(GRAD)
-                    grad_functions.setdefault((site, path), set()).add(placed.function)
+    for path in sorted({path for _, path in contexts}):
+        # the program around the calls: their file (validation beside the training loop), and the files that call
+        # the functions making them (a generation helper called from a training recipe)
+        program = {path} | {at for p in _context_calls(contexts, path) for at in _caller_files(index, p)}
+        for file in sorted(program):
+            found_summary = index.summary(file)
+            for placed in calls(found_summary) if found_summary is not None else ():
+                if placed.call.grad == GRAD or (not placed.call.grad and not _callers_disable_grad(index, placed)):
+                    for site in reached_sites(index, placed):
+                        if (site, path) in contexts:
+                            modes[(site, path)].add(GRAD)
+                            grad_functions.setdefault((site, path), set()).add(placed.function)
     for key, found in contexts.items():
         if len(modes[key]) < 2 and VARIES not in modes[key]:
             continue
@@ -102,17 +108,60 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
             yield _finding(index, key[0], _representative(same, grad_functions.get(key, set())), same, modes[key])
 
 
-def _callers_disable_grad(index: WorkspaceIndex, placed: PlacedCall) -> bool:
-    """The function the call is made in is only ever called with grad disabled (``step()`` of an optimizer,
-    decorated ``@torch.no_grad()``, calling a compiled helper): the call inherits that mode."""
+def _context_calls(contexts: dict[tuple[CompileSite, str], list[PlacedCall]], path: str) -> list[PlacedCall]:
+    return [p for (_, file), found in contexts.items() if file == path for p in found]
+
+
+def _caller_files(index: WorkspaceIndex, placed: PlacedCall) -> set[str]:
+    """The files that call the function the call is made in."""
     if not placed.function:
-        return False
-    found = [
-        call.grad
+        return set()
+    return {
+        at
         for call, at in index.evaluator.callers(placed.function.rpartition(".")[2])
         if calls_function(index, PlacedCall(call, at, ""), placed.path, placed.function)
-    ]
-    return bool(found) and all(grad and grad != GRAD for grad in found)
+    }
+
+
+def _callers_disable_grad(index: WorkspaceIndex, placed: PlacedCall) -> bool:
+    """The function the call is made in is only ever called with grad disabled (``step()`` of an optimizer,
+    decorated ``@torch.no_grad()``, calling a compiled helper), directly or through callers that inherit it: the
+    call inherits that mode."""
+    known: dict[tuple[str, str], bool] = index.memo("DL208.grad_disabled", dict)
+    return _disabled_in(index, placed.path, placed.function, known, MAX_CALLER_DEPTH)
+
+
+MAX_CALLER_DEPTH = 4
+"""How many levels of callers a grad mode is inherited through (a test calling a helper calling the model)."""
+
+
+def _disabled_in(
+    index: WorkspaceIndex, path: str, function: str, known: dict[tuple[str, str], bool], depth: int
+) -> bool:
+    """Whether every call of ``function`` (in ``path``) runs with grad disabled."""
+    if not function or depth == 0:
+        return False
+    key = (path, function)
+    if key not in known:
+        known[key] = False  # a recursive cycle inherits nothing
+        where = _enclosing_functions(index)
+        modes = [
+            call.grad != GRAD
+            if call.grad
+            else _disabled_in(index, at, where.get((at, call.span), ""), known, depth - 1)
+            for call, at in index.evaluator.callers(function.rpartition(".")[2])
+            if calls_function(index, PlacedCall(call, at, ""), path, function)
+        ]
+        known[key] = bool(modes) and all(modes)
+    return known[key]
+
+
+def _enclosing_functions(index: WorkspaceIndex) -> dict[tuple[str, Span], str]:
+    """The function each call of the workspace is made in, by file and span."""
+    return index.memo(
+        "DL208.enclosing",
+        lambda: {(placed.path, placed.call.span): placed.function for s in index.summaries for placed in calls(s)},
+    )
 
 
 def _representative(same: list[PlacedCall], grad_functions: set[str]) -> PlacedCall:

@@ -34,7 +34,8 @@ pass on the uncompiled model.
 ## Known limitations
 The hook is reported whatever it does; a hook that only logs is harmless for results but still fires a different
 number of times. "After compiled code ran" is decided by statement order within one function; the module-wrapper
-case looks at every compile site of the workspace. `module.compile()` (no wrapper) was not measured and is not
+case looks at every compile site that can run in the same program as the hook (a file reaching both, or one reaching
+the other), whether or not it actually runs. `module.compile()` (no wrapper) was not measured and is not
 reported on its own.
 
 ## Fix safety
@@ -117,7 +118,11 @@ def judge(candidate: GlobalHook, index: WorkspaceIndex) -> Iterator[Finding]:
         related = (Related(candidate.earlier, "compiled code ran here first"),)
         yield index.finding(RULE, candidate.span, message, (candidate.ran_before,), related=related)
         return
-    wrapped = [site for site in index.compile_sites() if _compiles_module(index, site)]
+    wrapped = [
+        site
+        for site in index.compile_sites()
+        if index.files.together(candidate.span.path, site.span.path) and _compiles_module(index, site)
+    ]
     if not wrapped:
         return  # hooks installed before compiled functions are traced in and fire as in eager (measured)
     here = [site for site in wrapped if site.span.path == candidate.span.path]
