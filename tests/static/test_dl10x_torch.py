@@ -58,6 +58,7 @@ CASES = (
     Case("DL101_run_conditional_construction.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_blocks_from_constructor.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_regional_compile_loop.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
+    Case("DL101_run_isinstance_filter_script.py", "DL101", 1, severity="hint"),
     Case("DL101_run_regional_compile_setitem.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_self_compile_method.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_module_argument.py", "DL101", LIMIT, limit_hit=True, severity="warning"),

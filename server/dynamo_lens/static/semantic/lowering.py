@@ -6,7 +6,8 @@ use that runs whenever the use does, together with the conditional ones in betwe
 ``if``, ``model = B()``: one of both). A parameter stays a :class:`~dynamo_lens.static.exprs.Param`; a module-level
 name a :class:`~dynamo_lens.static.exprs.Global`; an import or a definition a
 :class:`~dynamo_lens.static.exprs.Named`. A use under ``if isinstance(m, Block):`` (or after
-``if not isinstance(m, Block): continue``) is an instance of ``Block``. Nothing here looks at another file.
+``if not isinstance(m, Block): continue``), in a function or in module-level code, is an instance of ``Block``.
+Nothing here looks at another file.
 
 Exactness for the editor: a function's lowered expressions depend only on its own statements and on the file's
 names (imports and definitions), so they are kept with the block that contains the function.
@@ -16,8 +17,9 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import PARTIAL, FileContext, NodeAt, Scope
@@ -80,17 +82,7 @@ class _FunctionNames:
         self.bindings = bindings
         self.declared_global: set[str] = set()
         self.declared_nonlocal: set[str] = set()
-        self.isinstance_guards: dict[str, list[tuple[ast.If, list[ast.expr], bool]]] = {}
-        """Per variable, the ``if`` statements of the function that test ``isinstance(variable, ...)``: the
-        statement, the class expressions, and whether the test is negated."""
-        for statement in guards:
-            test, negated = statement.test, False
-            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                test, negated = test.operand, True
-            for tested in _isinstance_names(test):
-                classes = _isinstance_classes(test, tested)
-                if classes:
-                    self.isinstance_guards.setdefault(tested, []).append((statement, classes, negated))
+        self.isinstance_guards = _isinstance_guards(guards)
 
 
 class Lowering:
@@ -99,6 +91,7 @@ class Lowering:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._functions: dict[int, _FunctionNames] | None = None
+        self._module_isinstance: IsinstanceGuards | None = None
         self._stack: list[int] = []
         self._bound: dict[tuple[int, str], Expr] = {}
         """What a binding statement assigns to a name (lowered once however often the name is read)."""
@@ -267,11 +260,9 @@ class Lowering:
             if name in names.declared_global:
                 break
             if name in names.bindings or name in names.params:
-                narrowed = self._narrowed(name, position, at, function, names, depth)
-                if narrowed is not None:
-                    return narrowed
-                return self._local(name, position, at.path if function is at.scope.function else None, function,
-                                   names, depth)  # fmt: skip
+                path = at.path if function is at.scope.function else None
+                local = partial(self._local, name, position, path, function, names, depth)
+                return self._narrowed(names.isinstance_guards, name, position, local) or local()
             function = function.parent.function if function.parent is not None else None
             position = (1 << 30, 0)  # a closure reads the enclosing function's value when it runs: any of them
         ref = self.ctx.ref(ast.Name(name), at.scope)
@@ -279,8 +270,10 @@ class Lowering:
             return exprs.Named(ref)
         if name in BUILTIN_NAMES:
             return UNKNOWN
-        module_level = at.scope.function is None
-        return exprs.Global(name, position[0] if module_level else 0)
+        if at.scope.function is not None:
+            return exprs.Global(name, 0)
+        found = exprs.Global(name, position[0])
+        return self._narrowed(self._module_guards(), name, position, lambda: found) or found
 
     def _local(
         self,
@@ -362,10 +355,11 @@ class Lowering:
         return exprs.Item(self._lower(iterable, at, env, depth))
 
     def _narrowed(
-        self, name: str, position: Position, at: NodeAt, function: Scope, names: _FunctionNames, depth: int
+        self, guards: IsinstanceGuards, name: str, position: Position, base: Callable[[], Expr]
     ) -> Expr | None:
-        """An instance of the classes an ``isinstance(name, ...)`` test around (or just before) the use admits."""
-        for statement, classes, negated in names.isinstance_guards.get(name, ()):
+        """An instance of the classes an ``isinstance(name, ...)`` test around (or just before) the use admits, out of
+        what ``base()`` says the name is."""
+        for statement, classes, negated in guards.get(name, ()):
             if negated:
                 # `if not isinstance(m, Block): continue` above the use, in the same loop body
                 jumps = statement.body and isinstance(statement.body[-1], ast.Continue | ast.Return)
@@ -375,8 +369,7 @@ class Lowering:
                 continue
             refs = tuple(r for r in (self.ctx.ref(c) for c in classes) if r is not None)
             if refs:
-                path = at.path if function is at.scope.function else None
-                return exprs.InstanceOf(refs, self._local(name, position, path, function, names, depth))
+                return exprs.InstanceOf(refs, base())
         return None
 
     # -- names ---------------------------------------------------------------------------------------------------
@@ -418,6 +411,16 @@ class Lowering:
         assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         positional = [*node.args.posonlyargs, *node.args.args]
         return bool(positional) and positional[0].arg == name
+
+    def _module_guards(self) -> IsinstanceGuards:
+        """The ``isinstance`` tests of module-level code (``for m in model.modules(): if isinstance(m, Block): ...``
+        in a script)."""
+        if self._module_isinstance is None:
+            tests = (at.node for at in self.ctx.nodes(ast.If) if at.scope.function is None)
+            self._module_isinstance = _isinstance_guards(
+                n for n in tests if isinstance(n, ast.If) and _calls_isinstance(n.test)
+            )
+        return self._module_isinstance
 
     def _function_names(self, function: Scope) -> _FunctionNames:
         if self._functions is None:
@@ -568,6 +571,24 @@ def _isinstance_classes(test: ast.AST, name: str) -> list[ast.expr]:
         found = list(classes.elts) if isinstance(classes, ast.Tuple) else [classes]
         return [c for c in found if isinstance(c, ast.Name | ast.Attribute)]
     return []
+
+
+IsinstanceGuards = dict[str, list[tuple[ast.If, list[ast.expr], bool]]]
+"""Per variable, the ``if`` statements of one scope that test ``isinstance(variable, ...)``: the statement, the class
+expressions, and whether the test is negated."""
+
+
+def _isinstance_guards(statements: Iterable[ast.If]) -> IsinstanceGuards:
+    found: IsinstanceGuards = {}
+    for statement in statements:
+        test, negated = statement.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        for tested in _isinstance_names(test):
+            classes = _isinstance_classes(test, tested)
+            if classes:
+                found.setdefault(tested, []).append((statement, classes, negated))
+    return found
 
 
 def _inside(body: list[ast.stmt], position: Position) -> bool:
