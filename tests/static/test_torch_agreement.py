@@ -123,6 +123,7 @@ CASES = (
     Case("DL301_logger_conditional_hint.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0291")),
     Case("DL301_ok_outside_compiled.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_is_compiling_return.py", "DL301", Expect.QUIET, 1),
+    Case("DL301_ok_property_setter.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_traceable_calls.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_uncompiled_helper.py", "DL301", Expect.QUIET, 1),
     # DL302 data-dependent-branch

@@ -65,6 +65,21 @@ class Scope:
         return scope
 
 
+SETTER = "setter"
+"""The last part of a property setter's (or deleter's) qualified name: it shares the getter's name, but runs on
+assignment, never when compiled code reads the property, so it is kept apart (``Net.n.setter``)."""
+
+
+def function_qualname(parent: Scope, node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """The qualified name of a function defined in ``parent``."""
+    qualname = f"{parent.qualname}.{node.name}" if parent.qualname else node.name
+    if parent.kind == "class" and any(
+        isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in node.decorator_list
+    ):
+        return f"{qualname}.{SETTER}"
+    return qualname
+
+
 @dataclass(frozen=True, slots=True)
 class NodeAt:
     """A recorded node with where it sits: its scope and how many loops of that scope enclose it."""

@@ -16,7 +16,16 @@ from typing import Any, TypeVar
 
 from dynamo_lens.model import Span
 from dynamo_lens.static import exprs
-from dynamo_lens.static.context import DISABLE_DECORATORS, PARTIAL, RESETS, FileContext, NodeAt, Scope
+from dynamo_lens.static.context import (
+    DISABLE_DECORATORS,
+    PARTIAL,
+    RESETS,
+    SETTER,
+    FileContext,
+    NodeAt,
+    Scope,
+    function_qualname,
+)
 from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic import lowering as lowering_limits
 from dynamo_lens.static.semantic.contexts import compiling_test, grad_context
@@ -435,12 +444,10 @@ class Walker:
             params.append(args.vararg.arg)
         if args.kwarg:
             params.append(args.kwarg.arg)
-        setter = parent.kind == "class" and any(
-            isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in node.decorator_list
-        )
-        # A property's setter shares the getter's name; its own qualified name keeps it apart (it runs on
-        # assignment, never when compiled code reads the property).
-        qualname = f"{parent.qualname}.{node.name}.setter" if setter else self._define(node.name)
+        qualname = function_qualname(parent, node)
+        setter = qualname.endswith(f".{SETTER}")
+        if not setter:
+            self._define(node.name)
         scope = Scope("function", qualname, node, parent, frozenset(params))
         kind: MethodKind = "setter" if setter else "method"
         disabled = False

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynamo_lens.codes import get_rule
 from dynamo_lens.model import Finding, Related, Severity
-from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.context import FileContext, NodeAt, function_qualname
 from dynamo_lens.static.semantic.program import never_runs
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.static.summary import Candidate
@@ -235,7 +235,7 @@ def _block_bodies(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]])
     for at in definitions:
         node = at.node
         assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        qualname = f"{at.scope.qualname}.{node.name}" if at.scope.qualname else node.name
+        qualname = function_qualname(at.scope, node)
         enclosing = at.scope.function
         parent = bodies.get(id(enclosing.node)) if enclosing is not None else None
         args = node.args

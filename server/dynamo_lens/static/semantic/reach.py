@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Literal
 
 from dynamo_lens.static import exprs
+from dynamo_lens.static.context import SETTER
 from dynamo_lens.static.semantic.classes import Hierarchy
 from dynamo_lens.static.semantic.evaluate import (
     NO_ENV,
@@ -91,8 +92,8 @@ class Reach:
     def sites_for_scope(self, path: str, qualname: str) -> tuple[CompileSite, ...]:
         """Compile sites reaching the function or method ``qualname`` of ``path`` (a nested function inherits the
         sites of the function that defines it)."""
-        if qualname.endswith(".setter"):
-            return _NO_SITES  # a property setter: runs when the property is assigned, which compiled code does not
+        if SETTER in qualname.split("."):
+            return _NO_SITES  # in a property setter: runs when the property is assigned, which compiled code does not
         while qualname:
             owner, _, name = qualname.rpartition(".")
             if owner and self.files.class_summary((path, owner)) is not None:
