@@ -32,7 +32,10 @@ to share one entry, evaluate under the same grad mode.
 The grad mode of a call is the one its own function sets (a `with` block around it, or a decorator of the function),
 else the one every caller of the function sets, followed up to four levels of callers (a test calling a scoring
 helper calling the model); a helper with one caller in grad mode, or reached only deeper, counts as running with
-grad enabled. Inputs with differing `requires_grad` are not detected statically.
+grad enabled. Calling an object runs its `forward` (or `__call__`): a task that calls its compiled model there runs
+it in the mode of the task's caller. A `forward` that picks its compiled path by `self.training` is followed down both
+paths, so a call in eval mode may be said to run the training path's entry. Inputs with differing `requires_grad` are
+not detected statically.
 
 ## Fix safety
 No fix is offered.
@@ -93,7 +96,7 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
         for file in sorted(program):
             found_summary = index.summary(file)
             for placed in calls(found_summary) if found_summary is not None else ():
-                if placed.call.grad == GRAD or (not placed.call.grad and not _callers_disable_grad(index, placed)):
+                if placed.call.grad == GRAD or (not placed.call.grad and not _inherits_mode(index, placed)):
                     for site in reached_sites(index, placed):
                         if (site, path) in contexts:
                             modes[(site, path)].add(GRAD)
@@ -121,6 +124,16 @@ def _caller_files(index: WorkspaceIndex, placed: PlacedCall) -> set[str]:
         for call, at in index.evaluator.callers(placed.function.rpartition(".")[2])
         if calls_function(index, PlacedCall(call, at, ""), placed.path, placed.function)
     }
+
+
+def _inherits_mode(index: WorkspaceIndex, placed: PlacedCall) -> bool:
+    """The call runs in a grad mode set outside its function: in a ``forward``/``__call__`` (entered by calling the
+    object, whose calls are judged on their own: a teacher called under ``no_grad`` runs its compiled model under
+    ``no_grad``), or in a function only ever called with grad disabled."""
+    owner, _, name = placed.function.rpartition(".")
+    if owner and name in ("forward", "__call__") and index.files.class_summary((placed.path, owner)) is not None:
+        return True
+    return _callers_disable_grad(index, placed)
 
 
 def _callers_disable_grad(index: WorkspaceIndex, placed: PlacedCall) -> bool:

@@ -86,6 +86,10 @@ def _inner_compiled_calls(index: WorkspaceIndex, value: Value, hops: int) -> lis
             return []
         owner, summary = method
         inner = [PlacedCall(c, owner[0], f"{owner[1]}.{summary.name}") for c in summary.calls]
+    elif isinstance(value, Instance):
+        # calling an object runs its forward (a module) or __call__: a task whose forward calls its compiled model
+        called = "forward" if index.is_module_class(value.cls) else "__call__"
+        return _inner_compiled_calls(index, MethodValue(value.cls, called), hops)
     else:
         return []
 
