@@ -96,11 +96,13 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
         for file in sorted(program):
             found_summary = index.summary(file)
             for placed in calls(found_summary) if found_summary is not None else ():
-                if placed.call.grad == GRAD or (not placed.call.grad and not _inherits_mode(index, placed)):
-                    for site in reached_sites(index, placed):
-                        if (site, path) in contexts:
-                            modes[(site, path)].add(GRAD)
-                            grad_functions.setdefault((site, path), set()).add(placed.function)
+                if placed.call.grad not in ("", GRAD):
+                    continue
+                sites = [site for site in _reached(index, placed) if (site, path) in contexts]
+                if sites and (placed.call.grad == GRAD or not _inherits_mode(index, placed)):
+                    for site in sites:
+                        modes[(site, path)].add(GRAD)
+                        grad_functions.setdefault((site, path), set()).add(placed.function)
     for key, found in contexts.items():
         if len(modes[key]) < 2 and VARIES not in modes[key]:
             continue
@@ -109,6 +111,15 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
             by_mode.setdefault(placed.call.grad, []).append(placed)
         for same in by_mode.values():
             yield _finding(index, key[0], _representative(same, grad_functions.get(key, set())), same, modes[key])
+
+
+def _reached(index: WorkspaceIndex, placed: PlacedCall) -> list[CompileSite]:
+    """``reached_sites``, once per call (a file is in the programs of several context files)."""
+    known: dict[tuple[str, Span], list[CompileSite]] = index.memo("DL208.reached", dict)
+    key = (placed.path, placed.call.span)
+    if key not in known:
+        known[key] = reached_sites(index, placed)
+    return known[key]
 
 
 def _context_calls(contexts: dict[tuple[CompileSite, str], list[PlacedCall]], path: str) -> list[PlacedCall]:

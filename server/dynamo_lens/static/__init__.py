@@ -19,6 +19,7 @@ import logging
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -28,6 +29,7 @@ from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.positions import LineIndex, split_lines
 from dynamo_lens.static.semantic.compile_sites import find_compile_sites
 from dynamo_lens.static.semantic.index import WorkspaceIndex
+from dynamo_lens.static.semantic.workspace import referenced_names
 from dynamo_lens.static.summary import Candidate, FileSummary
 from dynamo_lens.static.walk import Walker
 
@@ -116,7 +118,7 @@ def summarize_walked(ctx: FileContext, walker: Walker, error: str | None = None)
         # What checks keep with the blocks (function bodies) refers back to ctx; without this edge no reference
         # cycle outlives the summary (the collector is paused while files are analysed).
         ctx.blocks = ()
-    return FileSummary(
+    summary = FileSummary(
         path=ctx.path,
         error=error,
         imports=tuple(ctx.aliases.items()),
@@ -130,6 +132,7 @@ def summarize_walked(ctx: FileContext, walker: Walker, error: str | None = None)
         candidates=tuple(candidates),
         import_end=walker.import_end,
     )
+    return replace(summary, names=referenced_names(summary))
 
 
 def _parse_prefix(text: str, error_line: int | None) -> ast.Module | None:

@@ -265,3 +265,6 @@ class FileSummary:
     """The line after the last top-level import (where a fix inserts a module-level statement)."""
     skipped: bool = False
     """True when the text prefilter decided the file cannot matter (nothing was parsed)."""
+    names: tuple[tuple[str, int], ...] = ()
+    """Every dotted name outside the file that anything above refers to, with its relative-import level: which
+    files it can reach (computed once per file, so the workspace's file graph costs no walk over expressions)."""

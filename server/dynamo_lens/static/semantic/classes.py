@@ -3,6 +3,8 @@ instance runs for a name, where ``__init__`` sets an attribute, and which classe
 
 from __future__ import annotations
 
+from collections import deque
+
 from dynamo_lens.static.semantic.workspace import ClassKey, Files
 from dynamo_lens.static.summary import AttrInit, MethodSummary, Ref
 
@@ -20,6 +22,7 @@ class Hierarchy:
         self._mros: dict[ClassKey, tuple[tuple[ClassKey, ...], bool]] = {}
         self._is_module: dict[ClassKey, bool] = {}
         self._subclasses: dict[ClassKey, list[ClassKey]] | None = None
+        self._all_subclasses: dict[ClassKey, tuple[ClassKey, ...]] = {}
 
     def is_module_class(self, key: ClassKey) -> bool:
         """``key`` derives from ``torch.nn.Module`` (through workspace classes, imports, or a known torch class)."""
@@ -121,7 +124,7 @@ class Hierarchy:
                     return True
         return False
 
-    def subclasses(self, key: ClassKey) -> list[ClassKey]:
+    def subclasses(self, key: ClassKey) -> tuple[ClassKey, ...]:
         """The workspace classes that derive from ``key`` (directly or not), in file order."""
         if self._subclasses is None:
             direct: dict[ClassKey, list[ClassKey]] = {}
@@ -131,13 +134,16 @@ class Hierarchy:
                     if base_key is not None and base_key != sub:
                         direct.setdefault(base_key, []).append(sub)
             self._subclasses = direct
-        found: list[ClassKey] = []
-        pending = list(self._subclasses.get(key, ()))
-        while pending:
-            current = pending.pop(0)
-            if current not in found and current != key:
-                found.append(current)
-                pending.extend(self._subclasses.get(current, ()))
+        found = self._all_subclasses.get(key)
+        if found is None:
+            seen: dict[ClassKey, None] = {}  # ordered: breadth first from the direct subclasses
+            pending = deque(self._subclasses.get(key, ()))
+            while pending:
+                current = pending.popleft()
+                if current not in seen and current != key:
+                    seen[current] = None
+                    pending.extend(self._subclasses.get(current, ()))
+            found = self._all_subclasses[key] = tuple(seen)
         return found
 
 

@@ -96,7 +96,7 @@ class Files:
                     self._modules.setdefault(name, []).append(path)
         self._resolved: dict[tuple[str, Ref], Symbol | None] = {}
         self._relative: dict[tuple[str, str], tuple[str, int] | None] = {}
-        self._programs: dict[str, int] | None = None
+        self._programs: dict[str, frozenset[str]] = {}
 
     # -- files -------------------------------------------------------------------------------------------------------
     @property
@@ -160,29 +160,29 @@ class Files:
         refers to (a script, a test, an entry point) reaches both through the names it uses, or one reaches the
         other. Code in two programs that share no file never runs together (a mode switch in one script does not
         change a module another script compiles)."""
-        programs = self._program_bits()
-        return bool(programs.get(a, -1) & programs.get(b, -1))
+        if a == b:
+            return True
+        entries_a, entries_b = self._entries(a), self._entries(b)
+        return not entries_a or not entries_b or not entries_a.isdisjoint(entries_b)
 
-    def _program_bits(self) -> dict[str, int]:
-        """Per file, one bit per program (an entry file that reaches it)."""
-        if self._programs is None:
+    def _entries(self, path: str) -> frozenset[str]:
+        """The entry files whose program reaches ``path`` (itself, if nothing refers to it; none when it is reached
+        only from an import cycle, which any program may run)."""
+        found = self._programs.get(path)
+        if found is None:
             self.track_changes()
-            bits: dict[str, int] = {}
-            pending: list[str] = []
-            for number, path in enumerate(p for p in self._paths if not self._sources.get(p, set()) - {p}):
-                bits[path] = 1 << number
-                pending.append(path)
+            seen, pending, entries = {path}, [path], set()
             while pending:
-                path = pending.pop()
-                for target in self._targets.get(path, ()):
-                    merged = bits.get(target, 0) | bits[path]
-                    if merged != bits.get(target):
-                        bits[target] = merged
-                        pending.append(target)
-            for path in self._paths:
-                bits.setdefault(path, -1)  # only reached from an import cycle: any program may run it
-            self._programs = bits
-        return self._programs
+                sources = self._sources.get(pending.pop(), set())
+                for source in sources:
+                    if source not in seen:
+                        seen.add(source)
+                        pending.append(source)
+            for file in seen:
+                if not self._sources.get(file, set()) - {file}:
+                    entries.add(file)
+            found = self._programs[path] = frozenset(entries)
+        return found
 
     def _carry_over(self, previous: Files, changed: list[str]) -> None:
         """Take over ``previous``'s carried results and file graph, and find the files ``changed`` can affect:
@@ -237,18 +237,7 @@ class Files:
     def _referenced_files(self, path: str) -> frozenset[str]:
         """The files any name of ``path``'s summary may resolve into (more than :meth:`resolve` visits, never
         fewer): every file a prefix of an absolute name, or of a relative name from its package, is."""
-        summary = self._files[path].summary
-        refs: list[Ref | None] = [ref for _, ref in summary.imports]
-        for expr in summary_exprs(summary):
-            refs.extend(exprs.refs_in(expr))
-        for cls in summary.classes:
-            refs += cls.bases
-            for attr in cls.init_attrs:
-                refs += attr.constructors
-            for method in cls.methods:
-                refs += [event.ctor for event in method.events]
-                refs += [call.ref for call in method.builds]
-        names = {(ref.dotted, ref.level) for ref in refs if ref is not None and ref.level != LOCAL}  # hash tuples
+        names = self._files[path].summary.names
         found = {path}
         for dotted, level in names:
             if level == 0:
@@ -368,6 +357,22 @@ class Files:
     def imports(self, path: str) -> dict[str, Ref]:
         tables = self._files.get(path)
         return tables.imports if tables is not None else {}
+
+
+def referenced_names(summary: FileSummary) -> tuple[tuple[str, int], ...]:
+    """The (dotted name, relative level) of every reference out of the file ``summary`` holds
+    (:attr:`FileSummary.names`)."""
+    refs: list[Ref | None] = [ref for _, ref in summary.imports]
+    for expr in summary_exprs(summary):
+        refs.extend(exprs.refs_in(expr))
+    for cls in summary.classes:
+        refs += cls.bases
+        for attr in cls.init_attrs:
+            refs += attr.constructors
+        for method in cls.methods:
+            refs += [event.ctor for event in method.events]
+            refs += [call.ref for call in method.builds]
+    return tuple(sorted({(ref.dotted, ref.level) for ref in refs if ref is not None and ref.level != LOCAL}))
 
 
 def summary_exprs(summary: FileSummary) -> Iterator[exprs.Expr]:
