@@ -168,11 +168,10 @@ def _disabled_in(
     key = (path, function)
     if key not in known:
         known[key] = False  # a recursive cycle inherits nothing
-        where = _enclosing_functions(index)
         modes = [
             call.grad != GRAD
             if call.grad
-            else _disabled_in(index, at, where.get((at, call.span), ""), known, depth - 1)
+            else _disabled_in(index, at, _enclosing_functions(index, at).get(call.span, ""), known, depth - 1)
             for call, at in index.evaluator.callers(function.rpartition(".")[2])
             if calls_function(index, PlacedCall(call, at, ""), path, function)
         ]
@@ -180,12 +179,14 @@ def _disabled_in(
     return known[key]
 
 
-def _enclosing_functions(index: WorkspaceIndex) -> dict[tuple[str, Span], str]:
-    """The function each call of the workspace is made in, by file and span."""
-    return index.memo(
-        "DL208.enclosing",
-        lambda: {(placed.path, placed.call.span): placed.function for s in index.summaries for placed in calls(s)},
-    )
+def _enclosing_functions(index: WorkspaceIndex, path: str) -> dict[Span, str]:
+    """The function each call of the file ``path`` is made in, by span."""
+
+    def compute() -> dict[Span, str]:
+        summary = index.summary(path)
+        return {placed.call.span: placed.function for placed in calls(summary)} if summary is not None else {}
+
+    return index.memo(("DL208.enclosing", path), compute)
 
 
 def _representative(same: list[PlacedCall], grad_functions: set[str]) -> PlacedCall:
