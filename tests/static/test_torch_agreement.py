@@ -94,6 +94,7 @@ CASES = (
     Case("DL204_lazy_global_buffer.py", "DL204", Expect.RECOMPILE, 2),  # None, then a tensor: one recompile
     Case("DL204_ok_member_set_once.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_setter_before_compile.py", "DL204", Expect.QUIET, 1),
+    Case("DL204_ok_setter_literal_in_loop.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_constant_global.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_tensor_rebound.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_not_read_by_compiled.py", "DL204", Expect.QUIET, 1),

@@ -58,7 +58,9 @@ level; for members, assignments to `name.attr` / `name["key"]` (constant key) in
 any function. Writes from other modules (`config.SCALE = 3` where `config` is imported is followed only inside the
 file that reads it), through `globals()[...]` or `setattr`, and members of a module that is itself compiled (DL111)
 are not reported here. Values whose kind cannot be inferred (the result of an arbitrary call) are not reported; a
-tensor is reported only when it replaces `None`.
+tensor is reported only when it replaces `None`. A global changed only through setter functions is reported only
+where a setter is called in a loop (or from compiled code) with arguments that can differ between iterations: a loop
+calling `set_backend("eager")` sets it from a fixed set of literals.
 
 ## Fix safety
 No automatic fix: turning the global into an argument or a tensor changes every function that reads it. A suppression
@@ -80,6 +82,7 @@ from typing import TYPE_CHECKING
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Severity
+from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.bodies import (
     FunctionBody,
@@ -445,9 +448,14 @@ def judge_global(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> I
 
 
 def _called_in_loop(index: WorkspaceIndex, path: str, qualname: str) -> bool:
+    """The setter is called in a loop with arguments that can differ from one iteration to the next (a call passing
+    only literals, ``set_backend("eager")``, sets the global from a fixed set of values: nothing unbounded)."""
     target = FunctionValue((path, qualname))
     for call, at in index.evaluator.callers(qualname.rpartition(".")[2]):
-        if call.in_loop and target in index.evaluator.evaluate(call.func, at):
+        literal = (call.args or call.keywords) and all(
+            isinstance(arg, exprs.Const) for arg in (*call.args, *(value for _, value in call.keywords))
+        )
+        if call.in_loop and not literal and target in index.evaluator.evaluate(call.func, at):
             return True
     return False
 
