@@ -55,8 +55,8 @@ from dynamo_lens.static.semantic.contexts import GRAD, VARIES
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.program import (
     PlacedCall,
+    callers_of,
     calls,
-    calls_function,
     compiled_callees,
     reached_sites,
     reset_around,
@@ -128,65 +128,40 @@ def _context_calls(contexts: dict[tuple[CompileSite, str], list[PlacedCall]], pa
 
 def _caller_files(index: WorkspaceIndex, placed: PlacedCall) -> set[str]:
     """The files that call the function the call is made in."""
-    if not placed.function:
-        return set()
-    return {
-        at
-        for call, at in index.evaluator.callers(placed.function.rpartition(".")[2])
-        if calls_function(index, PlacedCall(call, at, ""), placed.path, placed.function)
-    }
+    return {caller.path for caller in callers_of(index, placed.path, placed.function)}
 
 
 def _inherits_mode(index: WorkspaceIndex, placed: PlacedCall) -> bool:
     """The call runs in a grad mode set outside its function: in a ``forward``/``__call__`` (entered by calling the
     object, whose calls are judged on their own: a teacher called under ``no_grad`` runs its compiled model under
-    ``no_grad``), or in a function only ever called with grad disabled."""
+    ``no_grad``), or in a function only ever called with grad disabled (``step()`` of an optimizer, decorated
+    ``@torch.no_grad()``, calling a compiled helper), directly or through callers that inherit it."""
     owner, _, name = placed.function.rpartition(".")
     if owner and name in ("forward", "__call__") and index.files.class_summary((placed.path, owner)) is not None:
         return True
-    return _callers_disable_grad(index, placed)
-
-
-def _callers_disable_grad(index: WorkspaceIndex, placed: PlacedCall) -> bool:
-    """The function the call is made in is only ever called with grad disabled (``step()`` of an optimizer,
-    decorated ``@torch.no_grad()``, calling a compiled helper), directly or through callers that inherit it: the
-    call inherits that mode."""
-    known: dict[tuple[str, str], bool] = index.memo("DL208.grad_disabled", dict)
-    return _disabled_in(index, placed.path, placed.function, known, MAX_CALLER_DEPTH)
+    return _disabled_in(index, placed.path, placed.function, MAX_CALLER_DEPTH)
 
 
 MAX_CALLER_DEPTH = 4
 """How many levels of callers a grad mode is inherited through (a test calling a helper calling the model)."""
 
 
-def _disabled_in(
-    index: WorkspaceIndex, path: str, function: str, known: dict[tuple[str, str], bool], depth: int
-) -> bool:
-    """Whether every call of ``function`` (in ``path``) runs with grad disabled."""
+def _disabled_in(index: WorkspaceIndex, path: str, function: str, depth: int) -> bool:
+    """Whether every call of ``function`` (in ``path``) runs with grad disabled, looking ``depth`` levels of callers
+    up (the depth bounds recursive functions too)."""
     if not function or depth == 0:
         return False
-    key = (path, function)
-    if key not in known:
-        known[key] = False  # a recursive cycle inherits nothing
+
+    def compute() -> bool:
         modes = [
-            call.grad != GRAD
-            if call.grad
-            else _disabled_in(index, at, _enclosing_functions(index, at).get(call.span, ""), known, depth - 1)
-            for call, at in index.evaluator.callers(function.rpartition(".")[2])
-            if calls_function(index, PlacedCall(call, at, ""), path, function)
+            caller.call.grad != GRAD
+            if caller.call.grad
+            else _disabled_in(index, caller.path, caller.function, depth - 1)
+            for caller in callers_of(index, path, function)
         ]
-        known[key] = bool(modes) and all(modes)
-    return known[key]
+        return bool(modes) and all(modes)
 
-
-def _enclosing_functions(index: WorkspaceIndex, path: str) -> dict[Span, str]:
-    """The function each call of the file ``path`` is made in, by span."""
-
-    def compute() -> dict[Span, str]:
-        summary = index.summary(path)
-        return {placed.call.span: placed.function for placed in calls(summary)} if summary is not None else {}
-
-    return index.memo(("DL208.enclosing", path), compute)
+    return index.memo(("DL208.grad_disabled", path, function, depth), compute)
 
 
 def _representative(same: list[PlacedCall], grad_functions: set[str]) -> PlacedCall:

@@ -15,6 +15,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from dynamo_lens.model import Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.semantic.evaluate import FunctionValue, Instance, MethodValue, Value
 from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -253,26 +254,39 @@ def _holds(text: str, kind: str) -> bool:
     return value is None if kind == "none" else bool(value)
 
 
+def callers_of(index: WorkspaceIndex, path: str, function: str) -> list[PlacedCall]:
+    """The calls that run the function or method ``function`` of ``path``, each with the file and the function it
+    is made in (once per link)."""
+
+    def compute() -> list[PlacedCall]:
+        found: list[PlacedCall] = []
+        for call, at in index.evaluator.callers(function.rpartition(".")[2]):
+            placed = PlacedCall(call, at, _enclosing_functions(index, at).get(call.span, ""))
+            if calls_function(index, placed, path, function):
+                found.append(placed)
+        return found
+
+    return index.memo(("program.callers_of", path, function), compute) if function else []
+
+
+def _enclosing_functions(index: WorkspaceIndex, path: str) -> dict[Span, str]:
+    """The function each call of the file ``path`` is made in, by span."""
+
+    def compute() -> dict[Span, str]:
+        summary = index.summary(path)
+        return {placed.call.span: placed.function for placed in calls(summary)} if summary is not None else {}
+
+    return index.memo(("program.enclosing", path), compute)
+
+
 def reset_around(index: WorkspaceIndex, path: str, function: str) -> bool:
     """``function`` (or a function that calls it) also resets Dynamo: what it compiles is dropped afterwards, so
     it compiles again every time instead of being reused."""
     if not function:
         return False
-    if _resets(index, path, function):
-        return True
-    for call, at in index.evaluator.callers(function.rpartition(".")[2]):
-        summary = index.summary(at)
-        if summary is None:
-            continue
-        for placed in calls(summary):
-            if (
-                placed.call is call
-                and placed.function
-                and calls_function(index, placed, path, function)
-                and _resets(index, at, placed.function)
-            ):
-                return True
-    return False
+    return _resets(index, path, function) or any(
+        placed.function and _resets(index, placed.path, placed.function) for placed in callers_of(index, path, function)
+    )
 
 
 def _resets(index: WorkspaceIndex, path: str, function: str) -> bool:
