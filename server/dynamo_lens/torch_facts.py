@@ -24,6 +24,10 @@ class GraphBreak:
     gb_id: str
     gb_type: str
     advice: str
+    lifted_by: str = ""
+    """The ``torch._dynamo.config`` flag under which Dynamo traces the call instead (measured: no break)."""
+    lifted_partly: str = ""
+    """The inputs the flag lifts the break for, when it does not for all (``tolist()``: integer tensors)."""
 
     def quoted(self) -> str:
         """``GB0124 "Unsupported Tensor.item() call ..."``, as messages cite it."""
@@ -39,11 +43,14 @@ ITEM = GraphBreak(
     "GB0124",
     "Unsupported Tensor.item() call with capture_scalar_outputs=False",
     "keep the value as a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`",
+    lifted_by="capture_scalar_outputs",
 )
 TOLIST = GraphBreak(
     "GB0109",
     "Tensor.tolist() with non-integer tensor",
     "keep the values as a tensor (GB0033 'Data dependent operator' for integer tensors)",
+    lifted_by="capture_scalar_outputs",
+    lifted_partly="integer tensors",
 )
 LOGGER = GraphBreak(
     "GB0291",
@@ -59,6 +66,7 @@ NONZERO = GraphBreak(
     "Dynamic shape operator",
     "use a fixed-shape form such as `torch.where(mask, x, 0)`, or set "
     "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
+    lifted_by="capture_dynamic_output_shape_ops",
 )
 DATA_DEPENDENT = GraphBreak(
     "GB0033", "Data dependent operator", "compare as tensors (`(a == b).all()` feeding `torch.where`)"

@@ -105,6 +105,7 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
     # Like `python path`: the script's directory first on sys.path, so a multi-file case imports its siblings;
     # the modules it imported are forgotten afterwards so the next case gets fresh ones.
     modules_before = set(sys.modules)
+    settings = torch._dynamo.config.get_config_copy()  # a scenario may set capture_scalar_outputs & co.
     sys.path.insert(0, str(Path(path).parent))
     with contextlib.redirect_stdout(io.StringIO()):
         try:
@@ -114,6 +115,8 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
             error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         finally:
             signal.alarm(0)
+            changed = {k: v for k, v in settings.items() if getattr(torch._dynamo.config, k) != v}
+            torch._dynamo.config.load_config(changed)
             sys.path.remove(str(Path(path).parent))
             for name in set(sys.modules) - modules_before:
                 if (

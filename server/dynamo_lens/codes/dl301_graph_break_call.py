@@ -44,6 +44,16 @@ Keep values as tensors (`y / y.sum()`); log outside the compiled region, or regi
 `nonzero`, `torch._dynamo.config.capture_dynamic_output_shape_ops = True`, or three-argument `torch.where` (a fixed
 shape).
 
+## Settings
+Measured on 2.13: under `capture_scalar_outputs = True` Dynamo traces `.item()`, `int(t)`, `float(t)` and `tolist()`
+of integer tensors (a `bool(t)` that steers a branch still breaks, GB0170); under
+`capture_dynamic_output_shape_ops = True` it traces `nonzero` and one-argument `torch.where`. The scan reads
+`torch._dynamo.config.<flag> = True` and `torch._dynamo.config.patch(<flag>=True)` in the workspace. Where every
+program that runs the compile site sets the flag first (at module level of the site's file or of a file it imports,
+above the site in its own function, or as a `patch` decorator around it) the call is not reported; where only some
+program sets it (a training recipe that calls a shared compile helper), the finding is a hint that points at the
+setting. `tolist()` stays a hint even then: the scan cannot tell an integer tensor from a float one.
+
 ## Known limitations
 Whether a value is a tensor is inferred from how it was made (a `torch.*` call, a tensor method, an argument
 annotated `torch.Tensor`): `int(n)` on a plain Python number is not reported. `t.numpy()` is not reported: with NumPy
@@ -279,6 +289,9 @@ def _candidate(ctx: FileContext, body: FunctionBody, call: ast.Call, found: Grap
         only_if_taken=True,
         guarded=id(call) in body.guarded,
         requires=body.requires.get(id(call), ()),
+        # `bool(t)` under capture_scalar_outputs still breaks where the value steers a branch (GB0170, measured)
+        lifted_by="" if isinstance(call.func, ast.Name) and call.func.id == "bool" else found.lifted_by,
+        lifted_partly=found.lifted_partly,
     )
 
 

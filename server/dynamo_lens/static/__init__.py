@@ -128,6 +128,7 @@ def summarize_walked(ctx: FileContext, walker: Walker, error: str | None = None)
         calls=tuple(facts.calls),
         switches=tuple(facts.switches),
         resets=tuple(facts.resets),
+        settings=tuple(facts.settings),
         compile_sites=ctx.compile_sites,
         candidates=tuple(candidates),
         import_end=walker.import_end,

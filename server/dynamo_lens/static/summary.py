@@ -195,6 +195,23 @@ class ModeSwitch:
 
 
 @dataclass(frozen=True, slots=True)
+class DynamoSetting:
+    """``torch._dynamo.config.<name> = <value>``, or ``<name>=<value>`` in ``torch._dynamo.config.patch(...)``."""
+
+    name: str
+    """The setting's current name (``cache_size_limit`` is recorded as ``recompile_limit``)."""
+    value: str
+    """The ``repr`` of the literal assigned (``True``, ``64``), ``""`` when it is not a literal."""
+    span: Span
+    function: str
+    """Qualified name of the function it is made in (``""`` at module level)."""
+    decorates: str = ""
+    """For a ``patch`` decorator: the qualified name of the function it applies to."""
+    conditional: bool = False
+    """Made under an ``if``/loop/``try`` of its scope: not every run makes it."""
+
+
+@dataclass(frozen=True, slots=True)
 class ModuleBinding:
     """A module-level ``name = value`` (or loop variable, ``with ... as name``) of the file."""
 
@@ -257,6 +274,8 @@ class FileSummary:
     """Calls made at module level (``generate(model, ...)`` under ``if __name__ == "__main__":``)."""
     switches: tuple[ModeSwitch, ...] = ()
     """Every ``.eval()`` / ``.train()`` call of the file."""
+    settings: tuple[DynamoSetting, ...] = ()
+    """The Dynamo settings the file changes (``static/semantic/settings.py``)."""
     resets: tuple[tuple[Span, str], ...] = ()
     """``torch._dynamo.reset()`` / ``torch.compiler.reset()`` calls made in a function (with its qualified name)."""
     compile_sites: tuple[CompileSite, ...] = ()

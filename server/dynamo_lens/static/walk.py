@@ -30,6 +30,7 @@ from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic import lowering as lowering_limits
 from dynamo_lens.static.semantic.contexts import compiling_test, grad_context
 from dynamo_lens.static.semantic.lowering import Lowering
+from dynamo_lens.static.semantic.settings import settings_in
 from dynamo_lens.static.semantic.values import kind_of
 from dynamo_lens.static.summary import (
     AttrInit,
@@ -37,6 +38,7 @@ from dynamo_lens.static.summary import (
     CallRef,
     CallSite,
     ClassSummary,
+    DynamoSetting,
     EventKind,
     FunctionSummary,
     MethodKind,
@@ -172,6 +174,7 @@ class _Frozen:
     calls: tuple[CallSite, ...]
     switches: tuple[ModeSwitch, ...]
     resets: tuple[tuple[Span, str], ...]
+    settings: tuple[DynamoSetting, ...]
 
 
 @dataclass(slots=True)
@@ -184,6 +187,7 @@ class BlockFacts:
     calls: list[CallSite] = field(default_factory=list)
     switches: list[ModeSwitch] = field(default_factory=list)
     resets: list[tuple[Span, str]] = field(default_factory=list)
+    settings: list[DynamoSetting] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)
@@ -868,6 +872,7 @@ class Walker:
             facts.calls.extend(frozen.calls)
             facts.switches.extend(frozen.switches)
             facts.resets.extend(frozen.resets)
+            facts.settings.extend(frozen.settings)
         return facts
 
     def lowering(self) -> Lowering:
@@ -942,6 +947,7 @@ class Walker:
             tuple(calls.get(0, ())),
             tuple(switches),
             tuple(resets),
+            tuple(settings_in(self.ctx, block.nodes.get(ast.Assign, ()), block.nodes.get(ast.Call, ()))),
         )
 
     def _annotated_attributes(self, builder: _ClassBuilder) -> Iterator[tuple[str, Expr]]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dynamo_lens.codes import get_rule
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext, NodeAt, function_qualname
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.program import never_runs
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.static.summary import Candidate
@@ -58,6 +59,12 @@ class InsideCompiledCandidate(Candidate):
     requires: tuple[tuple[str, str, bool], ...] = ()
     """What parameters of its function must be for its statement to run (``NodeAt.requires``): when every compiled
     call passes values that contradict this, compiled code never runs it."""
+    lifted_by: str = ""
+    """A ``torch._dynamo.config`` flag that, set to True, removes the hazard (``capture_scalar_outputs`` for
+    ``.item()``): no finding where every compiling program sets it first, a hint where only some may."""
+    lifted_partly: str = ""
+    """The inputs the flag removes the hazard for, when not for all (``integer tensors``): a hint even where it is
+    set, since the scan cannot tell the inputs apart."""
 
 
 @dataclass(slots=True, eq=False)
@@ -292,8 +299,21 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
         return
     if candidate.requires and sites and never_runs(index, sites, path, candidate.function, candidate.requires):
         return  # every compiled call passes arguments under which this statement does not run
-    severity, message = candidate.severity, candidate.message
-    if candidate.only_if_taken and sites:
+    severity, message, related = candidate.severity, candidate.message, candidate.related
+    if candidate.lifted_by and sites:
+        decisions = [settings.decide(index, candidate.lifted_by, "True", site) for site in sites]
+        if all(d is not None and d.certain for d in decisions) and not candidate.lifted_partly:
+            return  # every compiling program sets the flag first: Dynamo traces it
+        decision = next((d for d in decisions if d is not None), None)
+        if decision is not None:
+            severity = Severity.HINT
+            flag = f"`torch._dynamo.config.{candidate.lifted_by} = True`"
+            if decision.certain and candidate.lifted_partly:
+                message += f" (a hint: {flag} is set first, under which Dynamo traces it for {candidate.lifted_partly})"
+            else:
+                message += f" (a hint: a program that compiles this sets {flag}, under which Dynamo traces it)"
+            related = (*related, Related(decision.setting.span, f"`{candidate.lifted_by}` is set here"))
+    if candidate.only_if_taken and sites and severity != Severity.HINT:
         node = index.reach.scope_node(path, candidate.function)
         always = node is not None and any(index.reach.always_runs(site, node) for site in sites)
         if candidate.guarded or not always:
@@ -304,7 +324,7 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
         message,
         sites,
         severity=severity,
-        related=candidate.related,
+        related=related,
         data=dict(candidate.data),
     )
 

@@ -24,7 +24,15 @@ from dynamo_lens.static.semantic.classes import Hierarchy
 from dynamo_lens.static.semantic.evaluate import Evaluator, Values
 from dynamo_lens.static.semantic.reach import Node, Reach
 from dynamo_lens.static.semantic.workspace import ClassKey, Files, FunctionKey, Symbol
-from dynamo_lens.static.summary import AttrInit, ClassSummary, CompileSite, FileSummary, MethodSummary, Ref
+from dynamo_lens.static.summary import (
+    AttrInit,
+    ClassSummary,
+    CompileSite,
+    DynamoSetting,
+    FileSummary,
+    MethodSummary,
+    Ref,
+)
 
 __all__ = ["ClassKey", "FunctionKey", "Node", "Symbol", "WorkspaceIndex"]
 
@@ -73,6 +81,18 @@ class WorkspaceIndex:
 
     def compile_sites(self) -> list[CompileSite]:
         return self.files.compile_sites()
+
+    def settings(self, name: str) -> tuple[DynamoSetting, ...]:
+        """Every place the workspace sets the Dynamo setting ``name`` (``static/semantic/settings.py``)."""
+        table = self.memo("settings", self._settings_by_name)
+        return table.get(name, ())
+
+    def _settings_by_name(self) -> dict[str, tuple[DynamoSetting, ...]]:
+        table: dict[str, list[DynamoSetting]] = {}
+        for summary in self.summaries:
+            for setting in summary.settings:
+                table.setdefault(setting.name, []).append(setting)
+        return {name: tuple(found) for name, found in table.items()}
 
     def classes_of(self, path: str) -> Iterable[tuple[ClassKey, ClassSummary]]:
         return self.files.classes_of(path)

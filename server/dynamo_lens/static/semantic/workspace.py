@@ -97,6 +97,7 @@ class Files:
         self._resolved: dict[tuple[str, Ref], Symbol | None] = {}
         self._relative: dict[tuple[str, str], tuple[str, int] | None] = {}
         self._programs: dict[str, frozenset[str]] = {}
+        self._reached: dict[str, frozenset[str]] = {}
 
     # -- files -------------------------------------------------------------------------------------------------------
     @property
@@ -164,6 +165,21 @@ class Files:
             return True
         entries_a, entries_b = self._entries(a), self._entries(b)
         return not entries_a or not entries_b or not entries_a.isdisjoint(entries_b)
+
+    def imported_by(self, path: str, other: str) -> bool:
+        """Whether ``path`` reaches ``other`` through the names it uses (directly or through other files): the
+        module level of ``other`` has run by the time ``path``'s functions are called."""
+        found = self._reached.get(path)
+        if found is None:
+            self.track_changes()
+            seen, pending = {path}, [path]
+            while pending:
+                for target in self._targets.get(pending.pop(), ()):
+                    if target not in seen:
+                        seen.add(target)
+                        pending.append(target)
+            found = self._reached[path] = frozenset(seen)
+        return other in found
 
     def _entries(self, path: str) -> frozenset[str]:
         """The entry files whose program reaches ``path`` (itself, if nothing refers to it; none when it is reached

@@ -1,0 +1,129 @@
+"""Which Dynamo settings the workspace changes, and which of them decide a compile site's behaviour.
+
+A file records every ``torch._dynamo.config.<name> = <value>`` and ``torch._dynamo.config.patch(<name>=<value>)``
+(as a call, decorator or ``with``) it makes (:func:`settings_in`). A check asks :func:`decide` whether a setting is
+in force for the code a compile site compiles:
+
+* *certain*: every program that runs the site runs the setting first: it is made at module level of the site's own
+  file above the site, in the site's own function above it, around the site's function (a ``patch`` decorator), or at
+  module level of a file the site's file imports (imports run before any call);
+* *possible*: some file that can run in one program with the site's file makes it (a recipe that sets it before it
+  calls a shared compile helper); other programs that run the site may not.
+
+A setting whose value the scan cannot read (``= args.flag``) is *possible* at most.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.summary import CompileSite, DynamoSetting
+
+if TYPE_CHECKING:
+    from dynamo_lens.static.semantic.index import WorkspaceIndex
+
+CONFIG = "torch._dynamo.config"
+PATCH = f"{CONFIG}.patch"
+ALIASES = {"cache_size_limit": "recompile_limit", "accumulated_cache_size_limit": "accumulated_recompile_limit"}
+"""Old names torch keeps as aliases of the current ones."""
+
+
+def settings_in(ctx: FileContext, assigns: Iterable[NodeAt], calls: Iterable[NodeAt]) -> Iterator[DynamoSetting]:
+    """The Dynamo settings the recorded ``assigns`` and ``calls`` of one block of ``ctx`` make."""
+    for at in assigns:
+        node = at.node
+        assert isinstance(node, ast.Assign)
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and ctx.resolve(target.value) == CONFIG and not at.eager_only:
+                yield _setting(ctx, target.attr, node.value, target, at)
+    for at in calls:
+        call = at.node
+        assert isinstance(call, ast.Call)
+        if at.eager_only or ctx.resolve(call.func) != PATCH:
+            continue
+        pairs: list[tuple[str, ast.expr]] = [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        if len(call.args) == 2 and isinstance(first := call.args[0], ast.Constant) and isinstance(first.value, str):
+            pairs.append((first.value, call.args[1]))
+        elif len(call.args) == 1 and isinstance(table := call.args[0], ast.Dict):
+            pairs.extend(
+                (key.value, value)
+                for key, value in zip(table.keys, table.values, strict=True)
+                if isinstance(key, ast.Constant) and isinstance(key.value, str)
+            )
+        decorates = _decorated(at, call)
+        for name, value in pairs:
+            # ``with patch(...)`` applies to its body only: never to every later call of the function
+            yield _setting(ctx, name, value, call, at, decorates, conditional=not decorates)
+
+
+def _setting(
+    ctx: FileContext,
+    name: str,
+    value: ast.expr,
+    where: ast.AST,
+    at: NodeAt,
+    decorates: str = "",
+    conditional: bool = False,
+) -> DynamoSetting:
+    literal = repr(value.value) if isinstance(value, ast.Constant) else ""
+    function = at.scope.function
+    return DynamoSetting(
+        ALIASES.get(name, name),
+        literal,
+        ctx.span(where),
+        function.qualname if function is not None else "",
+        decorates,
+        conditional or at.branch_depth > 0,
+    )
+
+
+def _decorated(at: NodeAt, where: ast.AST) -> str:
+    """The qualified name of the function ``where`` decorates (``@torch._dynamo.config.patch(...)``), or ``""``."""
+    parent = at.scope
+    for node in ast.iter_child_nodes(parent.node):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(d is where for d in node.decorator_list):
+            prefix = f"{parent.qualname}." if parent.qualname else ""
+            return prefix + node.name
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A setting that applies to a compile site: ``certain`` when every program running the site makes it first."""
+
+    setting: DynamoSetting
+    certain: bool
+
+
+def decide(index: WorkspaceIndex, name: str, value: str, site: CompileSite) -> Decision | None:
+    """How surely ``name`` is set to ``value`` (a literal's ``repr``) for the code ``site`` compiles; None when no
+    file that can run with the site's file sets it (or only to another value)."""
+    path = site.span.path
+    possible: Decision | None = None
+    for setting in index.settings(name):
+        if setting.value not in (value, ""):
+            continue
+        where = setting.span.path
+        if setting.value == value and _before(index, setting, site):
+            return Decision(setting, certain=True)
+        if possible is None and index.files.together(where, path):
+            possible = Decision(setting, certain=False)
+    return possible
+
+
+def _before(index: WorkspaceIndex, setting: DynamoSetting, site: CompileSite) -> bool:
+    """``setting`` runs before ``site`` in every program that runs the site."""
+    path = site.span.path
+    if setting.conditional:
+        return False
+    if setting.span.path != path:
+        return not setting.function and not setting.decorates and index.files.imported_by(path, setting.span.path)
+    if setting.decorates:
+        return setting.decorates == site.scope or site.scope.startswith(f"{setting.decorates}.")
+    if setting.span.line >= site.span.line:
+        return False
+    return not setting.function or setting.function == site.scope
