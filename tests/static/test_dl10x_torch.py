@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from dynamo_lens.model import Finding, Fix
+from dynamo_lens.model import Finding, Fix, Severity
 from dynamo_lens.static import link, summarize
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
@@ -50,6 +50,8 @@ CASES = (
     Case("DL101_run_counter.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_bool_toggle.py", "DL101", 2, severity="info"),
     Case("DL101_run_float_decay.py", "DL101", 2, severity="info"),
+    Case("DL101_run_float_dynamic_false.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
+    Case("DL101_ok_run_float_dynamic_true.py", "DL101", 1),
     Case("DL101_run_plain_object.py", "DL101", 2, severity="info"),
     Case("DL101_ok_run_write_first.py", "DL101", 1),
     # what a compile site compiles (the semantic layer): each counter is a warning only if the target resolves
@@ -184,3 +186,10 @@ def test_dl101_fixes_remove_the_recompiles(tmp_path: Path) -> None:
     }
     buffer_fixed = fixed["Keep the counter in a tensor buffer"]
     assert not [f for f in link([summarize(str(buffer_fixed), buffer_fixed.read_text())]) if f.code == "DL101"]
+    # With the flag set, the scan states the cost torch measured: one extra compile (info), pointing at the flag.
+    flag_fixed = fixed["Let Dynamo treat int module attributes as dynamic"]
+    (rescanned,) = [f for f in link([summarize(str(flag_fixed), flag_fixed.read_text())]) if f.code == "DL101"]
+    assert rescanned.severity is Severity.INFO
+    assert "under `allow_unspec_int_on_nn_module = True`" in rescanned.message
+    assert not rescanned.fixes
+    assert any("allow_unspec_int_on_nn_module" in r.message for r in rescanned.related)

@@ -79,6 +79,9 @@ CASES = (
     Case("DL111_str_mode_via_wrapper.py", 3),  # three modes → three entries: unbounded in the number of values
     Case("DL111_subclass_helper.py", LIMIT, limit_hit=True),
     Case("DL111_cross_file/train.py", 2),
+    Case("DL111_int_attr_unspec_flag.py", 2),  # allow_unspec_int_on_nn_module: dynamic after one recompile
+    Case("DL111_float_attr_dynamic_false.py", LIMIT, limit_hit=True),  # dynamic=False: a float per value
+    Case("DL111_ok_float_attr_dynamic_true.py", 1),  # dynamic=True: symbolic from the start
     Case("DL111_ok_unread_attr.py", 1),
     Case("DL111_ok_set_before_compile.py", 1),
     Case("DL111_ok_buffer_fill.py", 1),

@@ -23,6 +23,7 @@ import runpy
 import signal
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,20 @@ def parse_graph_break(message: str, scenario: str, ids: dict[str, str]) -> dict[
     }
 
 
+@contextlib.contextmanager
+def dynamo_config_restored() -> Iterator[None]:
+    """Put back every ``torch._dynamo.config`` setting a scenario changed (``capture_scalar_outputs = True`` at module
+    level must not leak into the next scenario of the same process)."""
+    import torch._dynamo
+
+    saved = torch._dynamo.config.get_config_copy()
+    try:
+        yield
+    finally:
+        changed = {k: v for k, v in saved.items() if getattr(torch._dynamo.config, k) != v}
+        torch._dynamo.config.load_config(changed)
+
+
 def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str, Any]:
     import torch._dynamo
     import torch._dynamo.utils as dynamo_utils
@@ -105,9 +120,8 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
     # Like `python path`: the script's directory first on sys.path, so a multi-file case imports its siblings;
     # the modules it imported are forgotten afterwards so the next case gets fresh ones.
     modules_before = set(sys.modules)
-    settings = torch._dynamo.config.get_config_copy()  # a scenario may set capture_scalar_outputs & co.
     sys.path.insert(0, str(Path(path).parent))
-    with contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.redirect_stdout(io.StringIO()), dynamo_config_restored():
         try:
             signal.alarm(SCENARIO_TIMEOUT_S)  # a hanging scenario fails alone instead of stalling the batch
             runpy.run_path(path, run_name="__main__")
@@ -115,8 +129,6 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
             error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         finally:
             signal.alarm(0)
-            changed = {k: v for k, v in settings.items() if getattr(torch._dynamo.config, k) != v}
-            torch._dynamo.config.load_config(changed)
             sys.path.remove(str(Path(path).parent))
             for name in set(sys.modules) - modules_before:
                 if (

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from torch_probe import dynamo_config_restored
+
 
 class LimitHits(logging.Handler):
     """Records the recompile-limit warnings Dynamo logs."""
@@ -65,7 +67,7 @@ def run_script(path: str) -> tuple[dict[str, Any], str | None]:
     before = set(sys.modules)
     folder = Path(path).parent
     sys.path.insert(0, str(folder))
-    with contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.redirect_stdout(io.StringIO()), dynamo_config_restored():
         try:
             scope = runpy.run_path(path, run_name="__main__")
         except BaseException as exc:  # the script's failure is data

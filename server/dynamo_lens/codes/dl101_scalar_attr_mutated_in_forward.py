@@ -47,6 +47,17 @@ Keep the counter in a tensor buffer and update it in place; Dynamo guards tensor
 Or let Dynamo treat integer module attributes as dynamic (one extra compile, then a symbolic int):
 `torch._dynamo.config.allow_unspec_int_on_nn_module = True`. Or move the bookkeeping out of `forward`.
 
+## Settings
+The cost depends on the project's settings, which the scan reads (measured on 2.13, `backend="eager"`):
+
+* with `torch._dynamo.config.allow_unspec_int_on_nn_module = True` in force for every compile site that runs the
+  module (set at module level of the site's file or of a file it imports, or above the site in its function), an
+  int counter recompiles once and then is dynamic: 2 compiles, reported at `info` with the setting as related
+  information;
+* compiled with `dynamic=False`, a float that keeps changing is never made dynamic: a compile per value, 8 compiles
+  and the limit (warning); compiled with `dynamic=True` the float is symbolic from the first call (1 compile): no
+  finding.
+
 ## Known limitations
 The analysis follows `self.<name>` reads and writes in evaluation order through methods called as `self.method()`,
 `super().method()` and properties, through the class's bases in the workspace; it does not follow aliases
@@ -73,7 +84,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Edit, Finding, Fix, Severity, Span
+from dynamo_lens.model import Edit, Finding, Fix, Related, Severity, Span
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.state_flow import (
     Access,
@@ -130,31 +142,47 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
     if kind is None:
         return
     changes = [a for a in attr.changes if a.event.kind in ("write", "aug")]
-    yield from (_finding(index, flow, attr, kind, change, changes) for change in changes)
+    for change in changes:
+        finding = _finding(index, flow, attr, kind, change, changes)
+        if finding is not None:
+            yield finding
 
 
 def _finding(
     index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow, kind: AttrKind, change: Access, changes: list[Access]
-) -> Finding:
+) -> Finding | None:
     name = f"self.{attr.attr}"
     event = change.event
     operator = AUG_OPERATORS.get(event.detail, "=") if event.kind == "aug" else "="
     what = f"`{name} {operator} {event.text or '…'}`"
     place = f"`{change.method}`" + (f" (called from `{flow.entry}`)" if change.method != flow.entry else "")
     unbounded = any(a.event.kind == "aug" or a.event.detail in ("concat", "self") for a in changes)
+    sites = sites_of(index, [change, *attr.carried_reads])
     severity: Severity | None = None
     module = index.is_module_class(flow.cls)
-    if kind == "int" and unbounded and not module:
+    unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if module else None
+    dynamic = settings.compile_option(sites, "dynamic")
+    setting: Related | None = None
+    if kind == "int" and unbounded and (not module or unspec is not None):
         severity = Severity.INFO
+        why = (
+            "under `allow_unspec_int_on_nn_module = True`"
+            if unspec is not None
+            else "automatic dynamic; only nn.Module int attributes stay static"
+        )
         cost = (
             f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH), recompiles once and then treats the int "
-            "as dynamic (automatic dynamic; only nn.Module int attributes stay static): one extra compile"
+            f"as dynamic ({why}): one extra compile"
         )
+        if unspec is not None:
+            setting = Related(unspec.span, "`allow_unspec_int_on_nn_module` is set here")
     elif kind in ("int", "str") and unbounded:
-        dynamic = "strings are never made dynamic" if kind == "str" else "int module attributes are never made dynamic"
+        dynamic_text = (
+            "strings are never made dynamic" if kind == "str" else "int module attributes are never made dynamic"
+        )
         cost = (
             f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) at the read, so each new value recompiles "
-            f"({dynamic}); after recompile_limit (8) the frame runs eagerly"
+            f"({dynamic_text}); after recompile_limit (8) the frame runs eagerly"
         )
     elif kind in ("int", "str") and all(a.event.detail == "const" for a in changes):
         severity = Severity.INFO
@@ -165,6 +193,14 @@ def _finding(
             f"Dynamo guards `{name} == <value>` (EQUALS_MATCH), so each distinct value it takes compiles once more "
             "(one extra compile while the value it is set to stays the same)"
         )
+    elif kind == "float" and dynamic is not None and dynamic[0] == "False" and unbounded:
+        cost = (
+            f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) and, under `dynamic=False`, never makes "
+            "the float dynamic: each new value recompiles; after recompile_limit (8) the frame runs eagerly"
+        )
+        setting = Related(dynamic[1].span, "compiled with `dynamic=False` here")
+    elif kind == "float" and dynamic is not None and dynamic[0] == "True":
+        return None  # measured: compiled with dynamic=True the float is symbolic from the first call (1 compile)
     elif kind == "float":
         severity = Severity.INFO
         cost = (
@@ -177,9 +213,8 @@ def _finding(
             f"Dynamo guards the bool (TRUE_MATCH/FALSE_MATCH `{name}`): one compiled entry per value, one extra compile"
         )
     message = f"{what} in {place} changes the {kind} attribute `{name}` that the next call reads: {cost}"
-    sites = sites_of(index, [change, *attr.carried_reads])
-    related = (*init_related(attr), *read_related(attr, event.span))
-    fixes = _fixes(index, attr, kind, changes) if kind == "int" and unbounded and module else ()
+    related = (*init_related(attr), *read_related(attr, event.span), *([setting] if setting else []))
+    fixes = _fixes(index, attr, kind, changes) if kind == "int" and unbounded and module and not unspec else ()
     return index.finding(
         RULE,
         event.span,

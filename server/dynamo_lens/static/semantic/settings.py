@@ -127,3 +127,26 @@ def _before(index: WorkspaceIndex, setting: DynamoSetting, site: CompileSite) ->
     if setting.span.line >= site.span.line:
         return False
     return not setting.function or setting.function == site.scope
+
+
+def in_force(index: WorkspaceIndex, name: str, value: str, sites: Iterable[CompileSite]) -> DynamoSetting | None:
+    """The setting that surely sets ``name`` to ``value`` for every one of ``sites`` (None if one may run without)."""
+    found: DynamoSetting | None = None
+    for site in sites:
+        decision = decide(index, name, value, site)
+        if decision is None or not decision.certain:
+            return None
+        found = found or decision.setting
+    return found
+
+
+def compile_option(sites: Iterable[CompileSite], key: str) -> tuple[str, CompileSite] | None:
+    """The value every one of ``sites`` passes for the ``torch.compile`` keyword ``key`` (``dynamic``), as written,
+    with the first site; None when a site leaves it out or they differ."""
+    found: tuple[str, CompileSite] | None = None
+    for site in sites:
+        value = dict(site.options).get(key)
+        if value is None or (found is not None and found[0] != value):
+            return None
+        found = found or (value, site)
+    return found
