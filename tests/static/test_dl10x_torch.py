@@ -69,6 +69,9 @@ CASES = (
     Case("DL101_run_tuple_factory.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_annotated_cache_attr.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_previous_size.py", "DL101", 2, severity="info"),
+    # a literal argument (or the default it leaves) selects which `return` of a getter is compiled
+    Case("DL101_run_literal_selects_return.py", "DL101", 1, severity="hint"),
+    Case("DL101_run_default_selects_return.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL102_run_append.py", "DL102", LIMIT, limit_hit=True, severity="warning"),
     Case("DL102_run_stats_key.py", "DL102", 2, severity="info"),
     Case("DL102_ok_run_prepopulated.py", "DL102", 1),

@@ -162,3 +162,41 @@ def test_summaries_leave_no_reference_cycles() -> None:
     finally:
         if collecting:
             gc.enable()
+
+
+def test_dynamo_settings_are_recorded_in_every_form() -> None:
+    text = """
+import torch
+import torch._dynamo.config as dynamo_config
+from torch._dynamo import config
+
+torch._dynamo.config.capture_scalar_outputs = True
+dynamo_config.cache_size_limit = 64
+
+def setup(flag):
+    config.recompile_limit = flag
+    if flag:
+        torch._dynamo.config.capture_dynamic_output_shape_ops = True
+    with torch._dynamo.config.patch(specialize_float=False):
+        pass
+
+@torch._dynamo.config.patch("capture_scalar_outputs", True)
+def step(x):
+    return x
+
+class Runner:
+    @config.patch({"automatic_dynamic_shapes": False})
+    def run(self):
+        pass
+"""
+    summary = summarize("/w/settings.py", text)
+    recorded = [(s.name, s.value, s.span.line, s.function, s.decorates, s.conditional) for s in summary.settings]
+    assert recorded == [
+        ("capture_scalar_outputs", "True", 6, "", "", False),
+        ("recompile_limit", "64", 7, "", "", False),  # the old name is recorded as the current one
+        ("recompile_limit", "", 10, "setup", "", False),  # not a literal: its value is unknown
+        ("capture_dynamic_output_shape_ops", "True", 12, "setup", "", True),
+        ("specialize_float", "False", 13, "setup", "", True),  # `with patch(...)`: its body only
+        ("capture_scalar_outputs", "True", 16, "", "step", False),
+        ("automatic_dynamic_shapes", "False", 21, "", "Runner.run", False),
+    ]

@@ -15,6 +15,7 @@ a parameter (:class:`Param`, bound by whoever calls the function). ``link`` eval
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -99,6 +100,9 @@ class Call(Expr):
     func: Expr
     args: tuple[Expr, ...] = ()
     keywords: tuple[tuple[str, Expr], ...] = ()
+    complete: bool = False
+    """Every argument the call passes is in ``args`` and ``keywords`` (no ``*args``/``**kwargs``, none left out): a
+    parameter it does not name keeps its default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +164,25 @@ class Compiled(Expr):
     column: int
 
 
+Requirement = tuple[str, str, bool]
+"""``(param, "truth" | "none", expected)``: a parameter is truthy / None (``expected``) or not (``NodeAt.requires``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Given(Expr):
+    """``value``, returned only when the function's parameters meet ``requires`` (``if ema: return self.ema`` is
+    ``Given(self.ema, (("ema", "truth", True),))``): a call that passes a literal contradicting them skips it."""
+
+    value: Expr
+    requires: tuple[Requirement, ...]
+
+
+def holds(literal: str, kind: str) -> bool:
+    """Whether the literal ``literal`` (a ``repr``) is truthy (``kind == "truth"``) or is None (``kind == "none"``)."""
+    value = ast.literal_eval(literal)
+    return value is None if kind == "none" else bool(value)
+
+
 def refs_in(expr: Expr) -> Iterator[Ref]:
     """Every :class:`Ref` an expression names (what linking may resolve, for change tracking)."""
     pending = [expr]
@@ -170,7 +193,7 @@ def refs_in(expr: Expr) -> Iterator[Ref]:
         elif isinstance(node, InstanceOf):
             yield from node.classes
             pending.append(node.value)
-        elif isinstance(node, Compiled):
+        elif isinstance(node, Compiled | Given):
             pending.append(node.value)
         elif isinstance(node, Call):
             pending.append(node.func)

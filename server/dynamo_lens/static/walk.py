@@ -923,7 +923,8 @@ class Walker:
             if value is not None and function is not None and not at.eager_only:
                 lowered = lowering.value(value, at)
                 if not exprs.is_trivial(lowered):
-                    returns.setdefault(id(function.node), []).append(lowered)
+                    given = exprs.Given(lowered, at.requires) if at.requires else lowered
+                    returns.setdefault(id(function.node), []).append(given)
         classes = tuple(self._freeze_class(c, calls, returns, builds) for c in block.classes)
         functions = tuple(
             FunctionSummary(

@@ -116,9 +116,27 @@ class Opaque:
     """Something that cannot be told."""
 
 
+@dataclass(frozen=True, slots=True)
+class LiteralValue:
+    """A literal a call passes (or a default it leaves) for a parameter that decides which ``return`` runs
+    (:class:`~dynamo_lens.static.exprs.Given`): ``text`` is its ``repr``. Never part of what a call returns."""
+
+    text: str
+
+
 OPAQUE = Opaque()
 Value: TypeAlias = (
-    Instance | ClassValue | FunctionValue | MethodValue | ModuleFile | External | Container | Wrapper | Slot | Opaque
+    Instance
+    | ClassValue
+    | FunctionValue
+    | MethodValue
+    | ModuleFile
+    | External
+    | Container
+    | Wrapper
+    | Slot
+    | Opaque
+    | LiteralValue
 )
 Values = frozenset[Value]
 NOTHING: Values = frozenset()
@@ -321,6 +339,8 @@ class Evaluator:
             return {Slot((path, expr.function), expr.name)}
         if isinstance(expr, exprs.Compiled):
             return {*self.evaluate(expr.value, path, env), Wrapper(path, expr.line, expr.column)}
+        if isinstance(expr, exprs.Given):
+            return self.evaluate(expr.value, path, env)
         return UNKNOWN_VALUES
 
     def _symbol(self, symbol: Symbol) -> Iterable[Value]:
@@ -418,8 +438,12 @@ class Evaluator:
             bound = NO_ENV
             used = _params_used(function.returns)
             if used:
-                bound = Env(self._bind(callee.key[0], callee.key[1], function.params, 0, call, path, env, used))
-            returned = {v for r in function.returns for v in self.evaluate(r, callee.key[0], bound)}
+                bound = Env(
+                    self._bind(
+                        callee.key[0], callee.key[1], function.params, 0, call, path, env, used, function.defaults
+                    )
+                )
+            returned = self._returned(callee.key[0], callee.key[1], function.returns, bound)
             return _fresh(returned, callee.key) or UNKNOWN_VALUES
         if isinstance(callee, MethodValue):
             found = self.classes.find_method(callee.cls, callee.name)
@@ -437,7 +461,9 @@ class Evaluator:
                 offset = 1
             used = _params_used(method.returns)
             if used:
-                binding.update(self._bind(owner[0], qualname, method.params, offset, call, path, env, used))
+                binding.update(
+                    self._bind(owner[0], qualname, method.params, offset, call, path, env, used, method.defaults)
+                )
             produced = self._returns(owner, method, Env(binding) if used else NO_ENV)
             if method.kind in ("classmethod", "staticmethod"):
                 produced = frozenset(_fresh(produced, (owner[0], qualname)))
@@ -445,7 +471,17 @@ class Evaluator:
         return UNKNOWN_VALUES
 
     def _returns(self, owner: ClassKey, method: MethodSummary, env: Env) -> Values:
-        return frozenset(v for r in method.returns for v in self.evaluate(r, owner[0], env))
+        return frozenset(self._returned(owner[0], f"{owner[1]}.{method.name}", method.returns, env))
+
+    def _returned(self, path: str, qualname: str, returns: tuple[Expr, ...], env: Env) -> set[Value]:
+        """What the ``returns`` of the function ``qualname`` give under ``env``, without those a literal argument
+        rules out (``get_model(ema=True)`` does not take the ``ema=False`` return)."""
+        found: set[Value] = set()
+        for returned in returns:
+            if isinstance(returned, exprs.Given) and _ruled_out(returned, path, qualname, env):
+                continue
+            found.update(v for v in self.evaluate(returned, path, env) if not isinstance(v, LiteralValue))
+        return found
 
     def _bind(
         self,
@@ -457,17 +493,27 @@ class Evaluator:
         at: str,
         env: Env,
         used: frozenset[str],
+        defaults: tuple[tuple[str, str], ...] = (),
     ) -> dict[ParamKey, Values]:
         """The parameters ``used`` of the function ``qualname`` of ``path`` bound to the arguments of ``call`` (made
-        in ``at``); one this call passes no followable value for holds nothing."""
-        bound: dict[ParamKey, Values] = {(path, qualname, p): NOTHING for p in params[offset:] if p in used}
-        for index, argument in enumerate(call.args):
-            position = index + offset
-            if position < len(params) and params[position] in used and not exprs.is_trivial(argument):
-                bound[(path, qualname, params[position])] = self.evaluate(argument, at, env)
-        for name, argument in call.keywords:
-            if name in used and not exprs.is_trivial(argument):
+        in ``at``); one this call passes no followable value for holds nothing, except a literal (passed, or the
+        literal default when nothing is passed), which a parameter that decides a ``return`` holds."""
+        bound: dict[ParamKey, Values] = {
+            (path, qualname, p): NOTHING for p in list(params[offset:]) + [name for name, _ in defaults] if p in used
+        }
+        for name, default in defaults if call.complete else ():
+            if name in used:
+                bound[(path, qualname, name)] = frozenset({LiteralValue(default)})
+        passed = [(params[index + offset], a) for index, a in enumerate(call.args) if index + offset < len(params)]
+        for name, argument in [*passed, *call.keywords]:
+            if name not in used:
+                continue
+            if isinstance(argument, exprs.Const):
+                bound[(path, qualname, name)] = frozenset({LiteralValue(argument.value)}) if argument.value else NOTHING
+            elif not exprs.is_trivial(argument):
                 bound[(path, qualname, name)] = self.evaluate(argument, at, env)
+            else:
+                bound[(path, qualname, name)] = NOTHING
         return bound
 
     # -- parameters ----------------------------------------------------------------------------------------------
@@ -583,11 +629,23 @@ def _params_used(returns: tuple[Expr, ...]) -> frozenset[str]:
     return found
 
 
+def _ruled_out(returned: exprs.Given, path: str, qualname: str, env: Env) -> bool:
+    """Whether the literals ``env`` binds contradict what ``returned`` requires of its function's parameters."""
+    for param, kind, expected in returned.requires:
+        bound = env.get((path, qualname, param))
+        if bound and all(isinstance(v, LiteralValue) and exprs.holds(v.text, kind) != expected for v in bound):
+            return True
+    return False
+
+
 def _param_names(expr: Expr) -> Iterator[str]:
     pending = [expr]
     while pending:
         node = pending.pop()
-        if isinstance(node, exprs.Param):
+        if isinstance(node, exprs.Given):
+            yield from (param for param, _, _ in node.requires)
+            pending.append(node.value)
+        elif isinstance(node, exprs.Param):
             yield node.name
         elif isinstance(node, exprs.Call):
             pending.append(node.func)

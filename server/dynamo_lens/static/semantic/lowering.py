@@ -238,18 +238,48 @@ class Lowering:
             isinstance(callee, exprs.Attr) and not isinstance(callee.value, exprs.Named | exprs.Global)
         ):
             # a call of a method of a value, of a module instance, of a parameter: what it returns never depends on
-            # what we could follow in its arguments (`x = self.norm(x)` chains stay small)
-            return exprs.Call(callee)
+            # what we could follow in its arguments (`x = self.norm(x)` chains stay small), only on which of its
+            # returns a literal argument selects (`self.get_model(ema=True)`, passed on as `ema=ema`)
+            return self._selecting_call(callee, node, at, env, depth)
         args = tuple(
-            UNKNOWN if isinstance(a, _SIMPLE) else self._display_item(a, at, env, depth)
+            exprs.constant(a.value)
+            if isinstance(a, ast.Constant)
+            else UNKNOWN
+            if isinstance(a, _SIMPLE)
+            else self._display_item(a, at, env, depth)
             for a in node.args[:MAX_OPTIONS]
         )
         keywords = tuple(
-            (k.arg, UNKNOWN if isinstance(k.value, _SIMPLE) else self._lower(k.value, at, env, depth))
+            (
+                k.arg,
+                self.argument(k.value, at) if isinstance(k.value, _SIMPLE) else self._lower(k.value, at, env, depth),
+            )
             for k in node.keywords
             if k.arg is not None
         )
-        return exprs.Call(callee, args, keywords)
+        return exprs.Call(callee, args, keywords, _complete(node))
+
+    def _selecting_call(
+        self, callee: Expr, node: ast.Call, at: NodeAt, env: Mapping[str, Expr], depth: int
+    ) -> exprs.Call:
+        """A call of a value's method with only the arguments that can select a return: literals, and parameters of
+        the calling function passed on by name."""
+
+        def selecting(argument: ast.expr) -> Expr:
+            if isinstance(argument, ast.Constant):
+                return exprs.constant(argument.value)
+            if isinstance(argument, ast.Name):
+                lowered = self._lower(argument, at, env, depth)
+                if isinstance(lowered, exprs.Param):
+                    return lowered
+            return UNKNOWN
+
+        args = tuple(selecting(a) for a in node.args[:MAX_OPTIONS])
+        keywords = tuple((k.arg, selecting(k.value)) for k in node.keywords if k.arg is not None)
+        if all(isinstance(a, exprs.Unknown) for a in args) and all(isinstance(v, exprs.Unknown) for _, v in keywords):
+            # nothing selects (one evaluation serves every call); with no arguments at all, the defaults do
+            return exprs.Call(callee, complete=not node.args and not node.keywords)
+        return exprs.Call(callee, args, keywords, _complete(node))
 
     def _name(self, name: str, position: Position, at: NodeAt, env: Mapping[str, Expr], depth: int) -> Expr:
         if name in env:
@@ -511,6 +541,15 @@ def _unpacked(target: ast.AST, value: Expr) -> list[tuple[str, Expr]]:
             found.extend(_unpacked(element, exprs.Item(value, -1 if starred else position)))
         return found
     return []
+
+
+def _complete(node: ast.Call) -> bool:
+    """Every argument of ``node`` is lowered: no ``*args``, no ``**kwargs``, not cut at ``MAX_OPTIONS``."""
+    return (
+        len(node.args) <= MAX_OPTIONS
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+        and all(k.arg is not None for k in node.keywords)
+    )
 
 
 def _binds_at(node: ast.AST) -> Position:

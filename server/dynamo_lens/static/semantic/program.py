@@ -11,7 +11,6 @@ kept in a module-level name is the same wherever a function reads it.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -147,7 +146,7 @@ def never_runs(
             return False
         for param, kind, expected in requires:
             passed = values.get(param)
-            if passed is None or any(_holds(value, kind) == expected for value in passed):
+            if passed is None or any(exprs.holds(value, kind) == expected for value in passed):
                 return False
     return True
 
@@ -246,12 +245,6 @@ def calls_function(index: WorkspaceIndex, placed: PlacedCall, path: str, functio
             if found is not None and found[0] == (path, owner):
                 return True
     return False
-
-
-def _holds(text: str, kind: str) -> bool:
-    """Whether the literal ``text`` is truthy (``kind == "truth"``) or is None (``kind == "none"``)."""
-    value = ast.literal_eval(text)
-    return value is None if kind == "none" else bool(value)
 
 
 def callers_of(index: WorkspaceIndex, path: str, function: str) -> list[PlacedCall]:
