@@ -72,6 +72,9 @@ CASES = (
     # a literal argument (or the default it leaves) selects which `return` of a getter is compiled
     Case("DL101_run_literal_selects_return.py", "DL101", 1, severity="hint"),
     Case("DL101_run_default_selects_return.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
+    # a counter under `if self.<flag>:`: reported as the flag's known values say (literal on: warning; unread: hint)
+    Case("DL101_run_flag_set_literal.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
+    Case("DL101_run_flag_from_config.py", "DL101", 1, severity="hint"),
     Case("DL102_run_append.py", "DL102", LIMIT, limit_hit=True, severity="warning"),
     Case("DL102_run_stats_key.py", "DL102", 2, severity="info"),
     Case("DL102_ok_run_prepopulated.py", "DL102", 1),

@@ -22,6 +22,9 @@ DYNAMO_OPTIMIZE = ("torch._dynamo.optimize", "torch._dynamo.eval_frame.optimize"
 PARTIAL = "functools.partial"
 RESETS = frozenset({"torch._dynamo.reset", "torch.compiler.reset", "torch._dynamo.eval_frame.reset"})
 """Calls that drop every compiled entry."""
+SELF_FLAG = "self."
+"""Prefix of a requirement on an attribute of the method's own instance (``("self.cache_labels", "truth", True)``
+for a statement under ``if self.cache_labels:``), next to those on parameters (``NodeAt.requires``)."""
 IS_COMPILING = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling"})
 DISABLE_DECORATORS = frozenset(
     {"torch.compiler.disable", "torch._dynamo.disable", "torch._dynamo.eval_frame.disable", "torch.jit.ignore"}
@@ -105,7 +108,8 @@ class NodeAt:
     """The ``with`` item or decorator that sets ``grad``."""
     requires: tuple[tuple[str, str, bool], ...] = ()
     """What parameters of its function must be for it to run: ``(param, "truth", True)`` inside ``if param:`` or
-    after ``if not param: return``; ``(param, "none", False)`` inside ``if param is not None:``."""
+    after ``if not param: return``; ``(param, "none", False)`` inside ``if param is not None:``; the same with
+    ``"self.<attr>"`` for a test of an attribute of a method's own instance (``if self.cache_labels:``)."""
 
 
 @dataclass(slots=True, eq=False)

@@ -72,6 +72,8 @@ class StateEvent:
     """For ``aug``: the whole statement (fixes rewrite it)."""
     guarded: bool = False
     """Runs only under a condition of its method (``NodeAt.guarded``)."""
+    requires: tuple[tuple[str, str, bool], ...] = ()
+    """What parameters and ``self.<flag>`` attributes must be for it to run (``NodeAt.requires``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from dynamo_lens.static.context import (
     DISABLE_DECORATORS,
     PARTIAL,
     RESETS,
+    SELF_FLAG,
     SETTER,
     FileContext,
     NodeAt,
@@ -105,6 +106,7 @@ class _Event:
     """For ``write``: the assigned value (lowered into ``ClassSummary.attr_values``)."""
     guarded: bool = False
     eager_only: bool = False
+    requires: tuple[tuple[str, str, bool], ...] = ()
 
 
 @dataclass(slots=True)
@@ -554,20 +556,30 @@ class Walker:
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, negated = test.operand, not negated
         found: tuple[str, str, bool] | None = None
-        if isinstance(test, ast.Name):
-            found = (test.id, "truth", True)
+        if isinstance(test, ast.Name | ast.Attribute):
+            found = (self._tested(test), "truth", True)
         elif (
             isinstance(test, ast.Compare)
-            and isinstance(test.left, ast.Name)
+            and isinstance(test.left, ast.Name | ast.Attribute)
             and len(test.ops) == 1
             and isinstance(test.ops[0], ast.Is | ast.IsNot)
             and isinstance(test.comparators[0], ast.Constant)
             and test.comparators[0].value is None
         ):
-            found = (test.left.id, "none", isinstance(test.ops[0], ast.Is))
-        if found is None or function is None or found[0] not in function.scope.params:
+            found = (self._tested(test.left), "none", isinstance(test.ops[0], ast.Is))
+        if found is None or function is None or not found[0]:
+            return None
+        if found[0] not in function.scope.params and not found[0].startswith(SELF_FLAG):
             return None
         return (found[0], found[1], found[2] != negated)
+
+    def _tested(self, node: ast.Name | ast.Attribute) -> str:
+        """What a test names: a parameter (``normalize``), ``self.<attr>`` for an attribute of the method's instance
+        (``self.cache_labels``), ``""`` otherwise."""
+        if isinstance(node, ast.Name):
+            return node.id
+        attr = self._self_attr(node)
+        return SELF_FLAG + attr if attr is not None else ""
 
     def _if(self, node: ast.If) -> None:
         self.visit(node.test)
@@ -651,7 +663,7 @@ class Walker:
         elif kind != "call":
             function.read_since_change.discard(attr)
         event = _Event(kind, attr, node, tuple(function.path), **extra)  # type: ignore[arg-type]
-        event.guarded, event.eager_only = self.guarded, self.eager_only
+        event.guarded, event.eager_only, event.requires = self.guarded, self.eager_only, self.requires
         function.events.append(event)
         return event
 
@@ -1096,6 +1108,7 @@ class Walker:
             ctor=ctx.ref(e.ctor, scope) if e.ctor is not None else None,
             statement=ctx.span(e.statement) if e.statement is not None else None,
             guarded=e.guarded,
+            requires=e.requires,
         )
 
     def _freeze_init(self, a: _InitAttr, class_scope: Scope) -> AttrInit:

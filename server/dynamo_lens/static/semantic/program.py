@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from dynamo_lens.model import Span
 from dynamo_lens.static import exprs
+from dynamo_lens.static.context import SELF_FLAG
 from dynamo_lens.static.semantic.evaluate import FunctionValue, Instance, MethodValue, Value
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.reach import Node
@@ -145,6 +146,8 @@ def never_runs(
         if values is None:
             return False
         for param, kind, expected in requires:
+            if param.startswith(SELF_FLAG):
+                continue  # an attribute of the instance: `flags.flag_values` decides
             passed = values.get(param)
             if passed is None or any(exprs.holds(value, kind) == expected for value in passed):
                 return False

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from dynamo_lens.model import Finding, Related, Span
+from dynamo_lens.model import Finding, Related, Severity, Span
+from dynamo_lens.static.semantic.flags import undecided_flag
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.summary import AttrInit, AttrKind, ClassSummary, CompileSite, MethodSummary, StateEvent
 
@@ -279,10 +280,26 @@ def read_related(flow: AttrFlow, at: Span) -> tuple[Related, ...]:
 def judge_attrs(
     index: WorkspaceIndex, judge: Callable[[WorkspaceIndex, ClassFlow, AttrFlow], Iterable[Finding]]
 ) -> list[Finding]:
-    """What ``judge`` finds on each attribute of each class flow, one finding per place (see ``keep_loudest``)."""
+    """What ``judge`` finds on each attribute of each class flow, one finding per place (see ``keep_loudest``). A
+    finding at a statement that runs only under a configuration flag no known instance sets (``if
+    self.cache_labels:``) is a hint that says so."""
     return keep_loudest(
-        f for flow in stateful_flows(index) for attr in flow.attrs.values() for f in judge(index, flow, attr)
+        _under_flags(index, flow, attr, f)
+        for flow in stateful_flows(index)
+        for attr in flow.attrs.values()
+        for f in judge(index, flow, attr)
     )
+
+
+def _under_flags(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow, finding: Finding) -> Finding:
+    if finding.severity is Severity.HINT:
+        return finding
+    for access in attr.accesses:
+        if access.event.span == finding.span and access.event.requires:
+            undecided = undecided_flag(index, flow.cls, access.event.requires)
+            if undecided is not None:
+                return replace(finding, severity=Severity.HINT, message=finding.message + undecided)
+    return finding
 
 
 def keep_loudest(findings: Iterable[Finding]) -> list[Finding]:
