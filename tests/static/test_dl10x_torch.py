@@ -75,6 +75,8 @@ CASES = (
     # a counter under `if self.<flag>:`: reported as the flag's known values say (literal on: warning; unread: hint)
     Case("DL101_run_flag_set_literal.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_flag_from_config.py", "DL101", 1, severity="hint"),
+    # one key of an nn.ModuleDict built with dict(...) and .update({...}) holds only what was stored under it
+    Case("DL101_run_module_dict_key.py", "DL101", 1, severity="hint"),
     Case("DL102_run_append.py", "DL102", LIMIT, limit_hit=True, severity="warning"),
     Case("DL102_run_stats_key.py", "DL102", 2, severity="info"),
     Case("DL102_ok_run_prepopulated.py", "DL102", 1),

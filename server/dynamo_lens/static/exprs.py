@@ -127,6 +127,8 @@ class Items(Expr):
     """A list, tuple or dict display, or a comprehension (one item per element expression; dicts: the values)."""
 
     items: tuple[Expr, ...]
+    keys: tuple[str, ...] = ()
+    """For a dict whose keys are all string literals (``{"blocks": ...}``, ``dict(wte=...)``): the key of each item."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1075,7 +1075,9 @@ class Walker:
                 if e.value is None or e.kind not in ("write", "mutate"):
                     continue
                 value = lowering.value(e.value, NodeAt(e.node, m.scope, 0, 0, e.branch))
-                if e.kind == "mutate":  # `self.blocks.append(b)`, `.extend(bs)`, `.update({...})`, `self.d[k] = v`
+                if e.kind == "mutate" and e.detail == "update" and isinstance(value, exprs.Items) and value.keys:
+                    pass  # `.update({"blocks": ...})`: the keyed entries themselves
+                elif e.kind == "mutate":  # `self.blocks.append(b)`, `.extend(bs)`, `.update(d)`, `self.d[k] = v`
                     value = exprs.Items((exprs.Item(value) if e.detail in ("extend", "update") else value,))
                 if not exprs.is_trivial(value) and (e.attr, value) not in attr_values:
                     attr_values.append((e.attr, value))

@@ -87,6 +87,8 @@ class Container:
     sequential: bool = False
     positions: tuple[frozenset[Value], ...] = ()
     """For a tuple or list display: the values of each position (``return model, transform``)."""
+    keys: tuple[str, ...] = ()
+    """For a dict (or ``nn.ModuleDict``) with string-literal keys: the key of each position."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,7 +332,7 @@ class Evaluator:
         if isinstance(expr, exprs.Items):
             positions = tuple(self.evaluate(item, path, env) for item in expr.items)
             elements = frozenset(v for values in positions for v in values)
-            return {Container(elements, positions=positions)} if elements else NOTHING
+            return {Container(elements, positions=positions, keys=expr.keys)} if elements else NOTHING
         if isinstance(expr, exprs.OneOf):
             return {v for option in expr.options for v in self.evaluate(option, path, env)}
         if isinstance(expr, exprs.InstanceOf):
@@ -396,8 +398,12 @@ class Evaluator:
             return self._symbol(symbol) if symbol is not None else UNKNOWN_VALUES
         if isinstance(value, External) and not value.instance:
             return {External(f"{value.dotted}.{name}")}
+        if isinstance(value, Container) and value.keys:
+            # `self.transformer.blocks` of an `nn.ModuleDict(dict(wte=...))` updated with `{"blocks": ...}`: what
+            # the key holds, in each keyed part of the dict that has it
+            return value.positions[value.keys.index(name)] if name in value.keys else NOTHING
         if isinstance(value, Container):
-            return {*value.elements, OPAQUE}  # `self.transformer.h` of an `nn.ModuleDict(dict(h=...))`: some element
+            return {*value.elements, OPAQUE}  # `self.transformer.h` of an `nn.ModuleDict(...)`: some element
         return UNKNOWN_VALUES
 
     # -- calls ---------------------------------------------------------------------------------------------------
@@ -420,6 +426,10 @@ class Evaluator:
             return {Instance(callee.cls)}
         if isinstance(callee, External) and not callee.instance:
             last = callee.dotted.rpartition(".")[2]
+            if callee.dotted.startswith("torch.nn.") and last == "ModuleDict" and len(call.args) == 1:
+                keyed = self.evaluate(call.args[0], path, env)
+                if keyed and all(isinstance(v, Container) and v.keys for v in keyed):
+                    return keyed  # `nn.ModuleDict(dict(wte=...))`: its attributes are the keys
             if callee.dotted.startswith("torch.nn.") and last in TORCH_CONTAINERS:
                 elements = frozenset(
                     e

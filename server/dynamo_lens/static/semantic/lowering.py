@@ -176,7 +176,9 @@ class Lowering:
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             return exprs.Items(tuple(self._display_item(e, at, env, depth) for e in node.elts[:MAX_OPTIONS]))
         if isinstance(node, ast.Dict):
-            return exprs.Items(tuple(self._lower(v, at, env, depth) for v in node.values[:MAX_OPTIONS]))
+            items = tuple(self._lower(v, at, env, depth) for v in node.values[:MAX_OPTIONS])
+            keys = tuple(k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+            return exprs.Items(items, keys if len(keys) == len(node.keys) <= MAX_OPTIONS else ())
         if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp):
             inner = dict(env)
             for generator in node.generators:
@@ -223,6 +225,10 @@ class Lowering:
             and not self._is_bound(func.id, at)
         ):
             # a container built by its type: its elements are the argument's, and a dict's keyword values
+            if func.id == "dict" and not node.args and all(k.arg is not None for k in node.keywords):
+                named = node.keywords[:MAX_OPTIONS]
+                values = tuple(self._lower(k.value, at, env, depth) for k in named)
+                return exprs.Items(values, tuple(str(k.arg) for k in named) if len(named) == len(node.keywords) else ())
             parts: list[Expr] = [exprs.Item(self._lower(a, at, env, depth)) for a in node.args[:1]]
             parts += [self._lower(k.value, at, env, depth) for k in node.keywords if k.arg is not None]
             return exprs.Items(tuple(parts[:MAX_OPTIONS]))
