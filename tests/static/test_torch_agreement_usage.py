@@ -1,4 +1,4 @@
-"""The usage checks (DL111, DL112, DL201-DL203, DL206-DL209, DL401-DL403) agree with what torch 2.13 really does.
+"""The usage checks (DL107, DL111, DL112, DL201-DL203, DL206-DL209, DL401-DL403) agree with what torch 2.13 really does.
 
 Every fixture of these codes runs under real ``torch.compile(..., backend="eager")`` (``usage_probe.py``) and the
 static findings are checked against the measurement:
@@ -34,7 +34,21 @@ from dynamo_lens.static import link, summarize
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
 PROBE = Path(__file__).with_name("usage_probe.py")
-CODES = ("DL111", "DL112", "DL201", "DL202", "DL203", "DL206", "DL207", "DL208", "DL209", "DL401", "DL402", "DL403")
+CODES = (
+    "DL107",
+    "DL111",
+    "DL112",
+    "DL201",
+    "DL202",
+    "DL203",
+    "DL206",
+    "DL207",
+    "DL208",
+    "DL209",
+    "DL401",
+    "DL402",
+    "DL403",
+)
 LIMIT = 8  # torch._dynamo.config.recompile_limit on 2.13
 ISOLATED = frozenset({"DL402_global_forward_hook.py", "DL402_cross_file/train.py", "DL402_ok_per_module_hook.py"})
 
@@ -74,6 +88,14 @@ class Case:
 
 
 CASES = (
+    # DL107: instances compiled one by one share a forward: one entry per value of a per-instance scalar it reads
+    Case("DL107_layer_index_regional.py", LIMIT, limit_hit=True),
+    Case("DL107_four_layers.py", 4),
+    Case("DL107_flag_per_stack.py", 2),
+    Case("DL107_layer_index_unspec_flag.py", 2),  # allow_unspec_int_on_nn_module: dynamic after one recompile
+    Case("DL107_ok_whole_model.py", 1),  # inlined into one frame: the values are constants of one graph
+    Case("DL107_ok_index_unread.py", 1),  # not read by the compiled code: not guarded
+    Case("DL107_ok_same_value.py", 1),  # built in a loop, but every instance gets the same value
     # DL111: int/str attributes compile per value (limit), floats and bools once more
     Case("DL111_int_attr_loop.py", LIMIT, limit_hit=True),
     Case("DL111_str_mode_via_wrapper.py", 3),  # three modes → three entries: unbounded in the number of values

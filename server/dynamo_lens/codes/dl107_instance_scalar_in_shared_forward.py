@@ -1,0 +1,240 @@
+"""DL107 · instance-scalar-in-shared-forward
+
+## What it does
+Flags a read, in `forward` (or a method it calls), of a Python `int`, `bool` or `str` attribute that differs between
+the instances of a class that are compiled one by one: regional compilation of a stack of layers
+(`for block in model.blocks: block.compile()`, `model.layers[i] = torch.compile(layer)`, an `isinstance` filter
+over `model.modules()`) whose constructor stored a per-layer value: `Block(cfg, layer_idx=i)` in a loop over
+`range()`, `Block(is_first=i == 0)`, or `Block(modulation=True)` in one stack and `Block(modulation=False)` in another.
+
+## Why it matters
+All the instances share one `forward` code object, and Dynamo keeps one cache of compiled entries per code object.
+On torch 2.13 every `nn.Module` is unspecialized and each Python scalar attribute that the compiled code reads is
+guarded by value (`EQUALS_MATCH self.layer_idx == 3`), so each instance with another value misses every existing
+entry and compiles its own. Measured on torch 2.13 (`backend="eager"`, blocks compiled with `block.compile()`):
+
+* 12 blocks, each with its index in `self.layer_idx`, read in `forward`: 8 compiles of the block's `forward`, then
+  `recompile_limit` (8) is hit and the remaining blocks run eagerly (warning);
+* 4 blocks with `modulation=True` or `False`, read in an `if`: 2 compiles, reused afterwards (info);
+* the same 12 blocks with the index never read in `forward`: 1 compile; compiled as one whole model (Dynamo inlines
+  each block, the index is a constant of one graph): 1 compile.
+
+`dynamic=True` does not help: int attributes of modules stay static (measured: 8 compiles).
+
+## Example
+```python
+class Block(nn.Module):
+    def __init__(self, layer_idx):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.layer_idx = layer_idx
+
+    def forward(self, x):
+        return self.proj(x) * (self.layer_idx + 1)   # DL107: one entry per layer, eager after 8
+
+blocks = nn.ModuleList([Block(i) for i in range(12)])
+for block in blocks:
+    block.compile()
+```
+
+## Use instead
+Keep per-layer numbers out of the compiled code's guards: store them in a tensor buffer
+(`self.register_buffer("scale", torch.tensor(...))`), give the instances the same Python state and pass what differs
+as an argument, compile the whole model instead of each block, or set
+`torch._dynamo.config.allow_unspec_int_on_nn_module = True` for int attributes. When the number of distinct values
+is small and known, raise `torch._dynamo.config.recompile_limit` above it.
+
+## Known limitations
+An attribute counts when `__init__` stores a constructor parameter in it directly (`self.layer_idx = layer_idx`) or a
+bool computed from one (`self.is_first = layer_idx == 0`), and the constructions the workspace makes pass that
+parameter a loop counter (or an expression of it), or different `bool`/`str` literals at different places. Reads are
+followed through the class's own methods, not into its submodules (an attention layer that keeps the index of the
+block it belongs to). Only compile sites that sit in a loop are taken as compiling instances one by one. A read that
+runs only under a condition is a hint. The number of values is stated when the loop runs over a literal `range()`.
+
+## Fix safety
+No automatic fix: where the value should live depends on how the layer uses it.
+
+## References
+- PyTorch, "Dealing with recompilations": https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html
+- PyTorch, "Reducing torch.compile cold start compilation time with regional compilation":
+  https://docs.pytorch.org/tutorials/recipes/regional_compilation.html
+- `torch/_dynamo/config.py`: `recompile_limit`, `allow_unspec_int_on_nn_module`
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from dynamo_lens.codes import Check, Rule
+from dynamo_lens.model import Finding, Related, Severity
+from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.semantic import settings
+from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
+from dynamo_lens.static.semantic.instances import InstanceArgument, instance_arguments
+from dynamo_lens.static.semantic.usage import READ_EVENTS
+from dynamo_lens.static.summary import AttrInit, CompileSite, StateEvent
+from dynamo_lens.torch_facts import RECOMPILE_LIMIT, TORCH
+
+RULE = Rule(
+    code="DL107",
+    name="instance-scalar-in-shared-forward",
+    summary="Instances compiled one by one share a forward that reads a Python scalar each instance sets differently",
+    default_severity=Severity.WARNING,
+    source="static",
+    docs_url="https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
+    confirmed_by=("DL501", "DL502"),
+)
+
+
+def collect(ctx: FileContext) -> Iterator[InstanceArgument]:
+    return instance_arguments(ctx, RULE.code)
+
+
+@dataclass(slots=True)
+class _Values:
+    """What the workspace's constructions pass for one constructor parameter of one class."""
+
+    following: list[InstanceArgument]
+    literals: dict[str, InstanceArgument]
+
+    @property
+    def differ(self) -> bool:
+        return bool(self.following) or len(self.literals) > 1
+
+    @property
+    def count(self) -> int:
+        """How many distinct values the instances get (0 when unknown)."""
+        if self.following:
+            counts = [a.count for a in self.following]
+            return 0 if 0 in counts else max(counts) + len(self.literals)
+        return len(self.literals)
+
+    @property
+    def kinds(self) -> set[str]:
+        return {a.kind for a in self.following} | {a.kind for a in self.literals.values()}
+
+    def shown(self) -> list[InstanceArgument]:
+        return [*self.following, *self.literals.values()][:3]
+
+
+def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
+    for (cls, param), values in _parameters(index).items():
+        if not values.differ:
+            continue
+        sites = tuple(s for s in index.sites_for_class(cls) if s.in_loop and cls in index.compiled_classes(s))
+        if not sites:
+            continue  # compiled as part of a whole model (or not at all): the values are constants of one graph
+        for init, kind in _attributes(index, cls, param, values):
+            finding = _finding(index, cls, init, kind, values, sites)
+            if finding is not None:
+                yield finding
+
+
+def _parameters(index: WorkspaceIndex) -> dict[tuple[ClassKey, str], _Values]:
+    """Per (class, constructor parameter): the arguments that give its instances different values."""
+    found: dict[tuple[ClassKey, str], _Values] = {}
+    for summary in index.summaries:
+        for candidate in summary.candidates:
+            if not isinstance(candidate, InstanceArgument):
+                continue
+            cls = index.resolve_class(summary.path, candidate.ref)
+            init = index.find_method(cls, "__init__") if cls is not None else None
+            if cls is None or init is None:
+                continue
+            params = init[1].params
+            param = candidate.keyword or (
+                params[candidate.position + 1] if candidate.position + 1 < len(params) else ""
+            )
+            if not param:
+                continue
+            values = found.setdefault((cls, param), _Values([], {}))
+            if candidate.literal:
+                values.literals.setdefault(candidate.literal, candidate)
+            else:
+                values.following.append(candidate)
+    return found
+
+
+def _attributes(index: WorkspaceIndex, cls: ClassKey, param: str, values: _Values) -> Iterator[tuple[AttrInit, str]]:
+    """The attributes ``__init__`` sets from ``param``, with their kind: the parameter itself, or a bool computed
+    from it."""
+    summary = index.class_summary(cls)
+    for init in summary.init_attrs if summary is not None else ():
+        if init.value_text == param:
+            kinds = values.kinds
+            if len(kinds) == 1:
+                yield init, next(iter(kinds))
+        elif init.kind == "bool" and re.search(rf"\b{re.escape(param)}\b", init.value_text):
+            yield init, "bool"
+
+
+def _reads(index: WorkspaceIndex, cls: ClassKey, attr: str, sites: tuple[CompileSite, ...]) -> list[StateEvent]:
+    """The reads of ``self.<attr>`` in the methods of ``cls`` that the sites compile."""
+    reads: list[StateEvent] = []
+    for owner in index.mro(cls)[0]:
+        summary = index.class_summary(owner)
+        for method in summary.methods if summary is not None else ():
+            if set(index.sites_for_method(owner, method.name)).isdisjoint(sites):
+                continue
+            reads.extend(e for e in method.events if e.attr == attr and e.kind in READ_EVENTS)
+    return reads
+
+
+def _finding(
+    index: WorkspaceIndex,
+    cls: ClassKey,
+    init: AttrInit,
+    kind: str,
+    values: _Values,
+    sites: tuple[CompileSite, ...],
+) -> Finding | None:
+    reads = _reads(index, cls, init.name, sites)
+    if not reads:
+        return None  # not read by compiled code: not guarded (measured: 1 compile)
+    read = next((r for r in reads if not r.guarded), reads[0])
+    name, class_name = f"self.{init.name}", cls[1].rpartition(".")[2]
+    count = values.count
+    unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if kind == "int" else None
+    severity = Severity.INFO
+    if kind == "bool":
+        cost = "one entry per value (2 compiles in all)"
+    elif unspec is not None:
+        cost = "under `allow_unspec_int_on_nn_module = True` it recompiles once, then treats the int as dynamic"
+    elif 0 < count <= RECOMPILE_LIMIT:
+        cost = f"one entry per value ({count} compiles in all)"
+    else:
+        severity = Severity.WARNING
+        dynamic = "strings are never made dynamic" if kind == "str" else "int module attributes stay static"
+        cost = (
+            f"one entry per value ({dynamic}); after recompile_limit ({RECOMPILE_LIMIT}) the remaining instances run "
+            "eagerly"
+        )
+    message = (
+        f"`{name}` ({kind}) differs between the `{class_name}` instances compiled one by one, which share this "
+        f"`forward`: {TORCH} guards it by value, so each instance with another value compiles its own entry of "
+        f"the same frame: {cost}"
+    )
+    if read.guarded:
+        severity, message = Severity.HINT, message + " (a hint: this read runs only under a condition)"
+    related = tuple(
+        Related(a.span, f"built with `{a.text}`" + (" for each value of the loop counter" if not a.literal else ""))
+        for a in values.shown()
+    )
+    related += (Related(init.span, f"`{name}` set from the constructor argument in `__init__`"),)
+    if unspec is not None:
+        related += (Related(unspec.span, "`allow_unspec_int_on_nn_module` is set here"),)
+    return index.finding(
+        RULE,
+        read.span,
+        message,
+        sites,
+        severity=severity,
+        related=related,
+        data={"attribute": init.name, "class": cls[1], "kind": kind, "values": count or "unknown"},
+    )
+
+
+CHECK = Check(RULE.code, collect=collect, judge_workspace=judge_workspace)

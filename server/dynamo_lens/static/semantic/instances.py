@@ -1,0 +1,123 @@
+"""Which constructor arguments differ between the instances of one class that a file builds.
+
+Stacks of layers are built in a loop or a comprehension (``[Block(cfg, i) for i in range(n)]``), or as a few stacks
+that pass different literals (``Block(modulation=True)`` here, ``Block(modulation=False)`` there). An argument that
+follows the loop counter (``i``, ``i == 0``, ``f"layer{i}"``) or a literal that differs between constructions gives
+each instance its own value, which the class may keep in an attribute: :class:`InstanceArgument` records each such
+argument; ``DL107`` puts them together across the workspace.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.semantic.usage import Kind, loop_scalars, value_kind
+from dynamo_lens.static.summary import Candidate, Ref
+
+LOOPS = (ast.For, ast.AsyncFor, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceArgument(Candidate):
+    """An argument of the construction at ``span`` of the class ``ref``: position ``position`` (-1 for a keyword)
+    or keyword ``keyword``. ``literal`` (a ``repr``) for a constant; otherwise it follows a loop counter, has the
+    Python ``kind`` (``int``, ``bool``, ``str``) and takes ``count`` values (0 when the loop's length is unknown)."""
+
+    ref: Ref
+    position: int
+    keyword: str
+    text: str
+    kind: str
+    literal: str = ""
+    count: int = 0
+
+
+def instance_arguments(ctx: FileContext, code: str) -> Iterator[InstanceArgument]:
+    """The constructor arguments of ``ctx`` that can differ between instances (as candidates of ``code``): those that
+    follow a loop counter, and literal ``bool``/``str`` keywords (which differ when another construction passes
+    another one). Classes of torch itself (``nn.Linear(8, 8, bias=False)``) are left out."""
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, LOOPS):
+            for counters, count, parts in _loop(node):
+                for call in _constructions(parts):
+                    yield from _following(ctx, code, call, counters, count)
+        elif isinstance(node, ast.Call) and node.keywords and _capitalised(node.func):
+            ref = ctx.ref(node.func)
+            if ref is None or ref.dotted.startswith("torch."):
+                continue
+            for keyword in node.keywords:
+                value = keyword.value
+                if keyword.arg and isinstance(value, ast.Constant) and type(value.value) in (bool, str):
+                    kind = "bool" if isinstance(value.value, bool) else "str"
+                    literal = repr(value.value)
+                    text = f"{keyword.arg}={literal}"
+                    yield InstanceArgument(code, ctx.span(node), ref, -1, keyword.arg, text, kind, literal, 1)
+
+
+def _following(
+    ctx: FileContext, code: str, call: ast.Call, counters: dict[str, Kind], count: int
+) -> Iterator[InstanceArgument]:
+    ref = ctx.ref(call.func)
+    if ref is None or ref.dotted.startswith("torch."):
+        return
+    for position, keyword, argument in _arguments(call):
+        kind, varies = value_kind(argument, counters)
+        if varies and kind in ("int", "bool", "str"):
+            yield InstanceArgument(
+                code, ctx.span(call), ref, position, keyword, ctx.source(argument, 40), kind, "", count
+            )
+
+
+def _loop(node: ast.AST) -> Iterator[tuple[dict[str, Kind], int, list[ast.AST]]]:
+    """For a loop or comprehension over ``range()`` / ``enumerate()``: its counters, its length (0 when not a
+    literal) and the parts it repeats."""
+    if isinstance(node, ast.For | ast.AsyncFor):
+        counters = dict(loop_scalars([node]))
+        if counters:
+            yield counters, _length(node.iter), list(node.body)
+        return
+    assert isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp)
+    parts: list[ast.AST] = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+    for generator in node.generators:
+        as_loop = ast.For(target=generator.target, iter=generator.iter, body=[], orelse=[])
+        counters = dict(loop_scalars([as_loop]))
+        if counters:
+            yield counters, _length(generator.iter), parts
+
+
+def _length(iterable: ast.expr) -> int:
+    """``n`` for ``range(n)`` / ``enumerate(range(n))`` with a literal ``n``, else 0."""
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.args:
+        if iterable.func.id == "enumerate":
+            return _length(iterable.args[0])
+        if iterable.func.id == "range" and len(iterable.args) == 1:
+            bound = iterable.args[0]
+            if isinstance(bound, ast.Constant) and type(bound.value) is int:
+                return bound.value
+    return 0
+
+
+def _constructions(parts: list[ast.AST]) -> Iterator[ast.Call]:
+    """Calls of capitalised names (classes, by convention) in ``parts``."""
+    for part in parts:
+        for node in ast.walk(part):
+            if isinstance(node, ast.Call) and _capitalised(node.func):
+                yield node
+
+
+def _capitalised(func: ast.expr) -> bool:
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name[:1].isupper()
+
+
+def _arguments(call: ast.Call) -> Iterator[tuple[int, str, ast.expr]]:
+    for position, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            return
+        yield position, "", argument
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            yield -1, keyword.arg, keyword.value
