@@ -64,7 +64,9 @@ _LEAVES = frozenset(
     | {cls for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for cls in base.__subclasses__()}
 )
 """Node types with nothing below them that the walk records."""
-_RECORDED = frozenset({*ast.stmt.__subclasses__(), ast.Call, ast.Lambda})
+_RECORDED = frozenset(
+    {*ast.stmt.__subclasses__(), ast.Call, ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp}
+)
 """Node types :meth:`FileContext.nodes` returns."""
 _BINDINGS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
 """Statements filed by what their targets bind (:attr:`FileContext.name_bindings` and the like)."""

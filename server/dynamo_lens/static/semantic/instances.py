@@ -10,10 +10,11 @@ argument; ``DL107`` puts them together across the workspace.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 
-from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.usage import Kind, loop_scalars, value_kind
 from dynamo_lens.static.summary import Candidate, Ref
 
@@ -39,36 +40,47 @@ def instance_arguments(ctx: FileContext, code: str) -> Iterator[InstanceArgument
     """The constructor arguments of ``ctx`` that can differ between instances (as candidates of ``code``): those that
     follow a loop counter, and literal ``bool``/``str`` keywords (which differ when another construction passes
     another one). Classes of torch itself (``nn.Linear(8, 8, bias=False)``) are left out."""
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, LOOPS):
-            for counters, count, parts in _loop(node):
+    for found in ctx.per_block("instances", partial(_block_arguments, ctx)):
+        for call, ref, position, keyword, text, kind, literal, count in found:
+            yield InstanceArgument(code, ctx.span(call), ref, position, keyword, text, kind, literal, count)
+
+
+_Found = tuple[ast.Call, Ref, int, str, str, str, str, int]
+
+
+def _block_arguments(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> list[_Found]:
+    """:func:`instance_arguments` of one block, without positions (kept with the block while it is unchanged)."""
+    found: list[_Found] = []
+    for loop in LOOPS:
+        for at in nodes.get(loop, ()):
+            for counters, count, parts in _loop(at.node):
                 for call in _constructions(parts):
-                    yield from _following(ctx, code, call, counters, count)
-        elif isinstance(node, ast.Call) and node.keywords and _capitalised(node.func):
-            ref = ctx.ref(node.func)
-            if ref is None or ref.dotted.startswith("torch."):
-                continue
-            for keyword in node.keywords:
-                value = keyword.value
-                if keyword.arg and isinstance(value, ast.Constant) and type(value.value) in (bool, str):
-                    kind = "bool" if isinstance(value.value, bool) else "str"
-                    literal = repr(value.value)
-                    text = f"{keyword.arg}={literal}"
-                    yield InstanceArgument(code, ctx.span(node), ref, -1, keyword.arg, text, kind, literal, 1)
+                    found.extend(_following(ctx, call, counters, count))
+    for at in nodes.get(ast.Call, ()):
+        node = at.node
+        assert isinstance(node, ast.Call)
+        if not node.keywords or not _capitalised(node.func):
+            continue
+        ref = ctx.ref(node.func)
+        if ref is None or ref.dotted.startswith("torch."):
+            continue
+        for keyword in node.keywords:
+            value = keyword.value
+            if keyword.arg and isinstance(value, ast.Constant) and type(value.value) in (bool, str):
+                literal = repr(value.value)
+                kind = "bool" if isinstance(value.value, bool) else "str"
+                found.append((node, ref, -1, keyword.arg, f"{keyword.arg}={literal}", kind, literal, 1))
+    return found
 
 
-def _following(
-    ctx: FileContext, code: str, call: ast.Call, counters: dict[str, Kind], count: int
-) -> Iterator[InstanceArgument]:
+def _following(ctx: FileContext, call: ast.Call, counters: dict[str, Kind], count: int) -> Iterator[_Found]:
     ref = ctx.ref(call.func)
     if ref is None or ref.dotted.startswith("torch."):
         return
     for position, keyword, argument in _arguments(call):
         kind, varies = value_kind(argument, counters)
         if varies and kind in ("int", "bool", "str"):
-            yield InstanceArgument(
-                code, ctx.span(call), ref, position, keyword, ctx.source(argument, 40), kind, "", count
-            )
+            yield call, ref, position, keyword, ctx.source(argument, 40), kind, "", count
 
 
 def _loop(node: ast.AST) -> Iterator[tuple[dict[str, Kind], int, list[ast.AST]]]:
