@@ -92,6 +92,7 @@ CASES = (
     Case("DL107_layer_index_regional.py", LIMIT, limit_hit=True),
     Case("DL107_four_layers.py", 4),
     Case("DL107_flag_per_stack.py", 2),
+    Case("DL107_window_in_submodule.py", 2),  # a window or None per layer, read by the layers' attention
     Case("DL107_layer_index_unspec_flag.py", 2),  # allow_unspec_int_on_nn_module: dynamic after one recompile
     Case("DL107_ok_whole_model.py", 1),  # inlined into one frame: the values are constants of one graph
     Case("DL107_ok_index_unread.py", 1),  # not read by the compiled code: not guarded

@@ -5,7 +5,8 @@ Flags a read, in `forward` (or a method it calls), of a Python `int`, `bool` or 
 the instances of a class that are compiled one by one: regional compilation of a stack of layers
 (`for block in model.blocks: block.compile()`, `model.layers[i] = torch.compile(layer)`, an `isinstance` filter
 over `model.modules()`) whose constructor stored a per-layer value: `Block(cfg, layer_idx=i)` in a loop over
-`range()`, `Block(is_first=i == 0)`, or `Block(modulation=True)` in one stack and `Block(modulation=False)` in another.
+`range()`, `Block(is_first=i == 0)`, `Attention(window if i % 2 == 0 else None)` inside each layer, or
+`Block(modulation=True)` in one stack and `Block(modulation=False)` in another.
 
 ## Why it matters
 All the instances share one `forward` code object, and Dynamo keeps one cache of compiled entries per code object.
@@ -16,6 +17,8 @@ entry and compiles its own. Measured on torch 2.13 (`backend="eager"`, blocks co
 * 12 blocks, each with its index in `self.layer_idx`, read in `forward`: 8 compiles of the block's `forward`, then
   `recompile_limit` (8) is hit and the remaining blocks run eagerly (warning);
 * 4 blocks with `modulation=True` or `False`, read in an `if`: 2 compiles, reused afterwards (info);
+* 6 layers compiled one by one whose attention keeps a window on every other layer and `None` on the rest
+  (`if self.window is not None:`): 2 compiles of the layer's `forward` (info);
 * the same 12 blocks with the index never read in `forward`: 1 compile; compiled as one whole model (Dynamo inlines
   each block, the index is a constant of one graph): 1 compile.
 
@@ -47,9 +50,9 @@ is small and known, raise `torch._dynamo.config.recompile_limit` above it.
 ## Known limitations
 An attribute counts when `__init__` stores a constructor parameter in it directly (`self.layer_idx = layer_idx`) or a
 bool computed from one (`self.is_first = layer_idx == 0`), and the constructions the workspace makes pass that
-parameter a loop counter (or an expression of it), or different `bool`/`str` literals at different places. Reads are
-followed through the class's own methods, not into its submodules (an attention layer that keeps the index of the
-block it belongs to). Only compile sites that sit in a loop are taken as compiling instances one by one. A read that
+parameter a loop counter (or an expression of it, or one of two values picked by it), or different `bool`/`str`
+literals at different places. Only compile sites that sit in a loop are taken as compiling instances (or the layers
+holding them) one by one: a loop that compiles several whole models would be taken the same way. A read that
 runs only under a condition is a hint. The number of values is stated when the loop runs over a literal `range()`.
 
 ## Fix safety
@@ -73,7 +76,7 @@ from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
-from dynamo_lens.static.semantic.instances import InstanceArgument, instance_arguments
+from dynamo_lens.static.semantic.instances import CHOICE, InstanceArgument, instance_arguments
 from dynamo_lens.static.semantic.usage import READ_EVENTS
 from dynamo_lens.static.summary import AttrInit, CompileSite, StateEvent
 from dynamo_lens.torch_facts import RECOMPILE_LIMIT, TORCH
@@ -124,13 +127,31 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
     for (cls, param), values in _parameters(index).items():
         if not values.differ:
             continue
-        sites = tuple(s for s in index.sites_for_class(cls) if s.in_loop and cls in index.compiled_classes(s))
+        sites = _sites(index, cls, values)
         if not sites:
-            continue  # compiled as part of a whole model (or not at all): the values are constants of one graph
+            continue
         for init, kind in _attributes(index, cls, param, values):
             finding = _finding(index, cls, init, kind, values, sites)
             if finding is not None:
                 yield finding
+
+
+def _sites(index: WorkspaceIndex, cls: ClassKey, values: _Values) -> tuple[CompileSite, ...]:
+    """The compile sites in a loop that compile instances whose values differ one by one: instances of ``cls``
+    itself, or (for values that follow the counter of the loop that builds the layers) the layers that hold them. A
+    whole model compiled once inlines every instance, where the values are constants of one graph; and instances in
+    different roles within each layer (its two norms) hold the same values in every layer."""
+    looped = [s for s in index.sites_for_class(cls) if s.in_loop]
+    found: list[CompileSite] = []
+    for site in looped:
+        entries = set(index.compiled_classes(site))
+        if (cls in entries and values.differ) or any(
+            index.resolve_class(argument.span.path, ref) in entries
+            for argument in values.following
+            for ref in argument.built_with
+        ):
+            found.append(site)
+    return tuple(found)
 
 
 def _parameters(index: WorkspaceIndex) -> dict[tuple[ClassKey, str], _Values]:
@@ -199,7 +220,7 @@ def _finding(
     count = values.count
     unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if kind == "int" else None
     severity = Severity.INFO
-    if kind == "bool":
+    if kind in ("bool", CHOICE):
         cost = "one entry per value (2 compiles in all)"
     elif unspec is not None:
         cost = "under `allow_unspec_int_on_nn_module = True` it recompiles once, then treats the int as dynamic"
@@ -213,9 +234,9 @@ def _finding(
             "eagerly"
         )
     message = (
-        f"`{name}` ({kind}) differs between the `{class_name}` instances compiled one by one, which share this "
-        f"`forward`: {TORCH} guards it by value, so each instance with another value compiles its own entry of "
-        f"the same frame: {cost}"
+        f"`{name}` ({'one of two values' if kind == CHOICE else kind}) differs between the `{class_name}` "
+        f"instances compiled one by one (or the layers that hold them), which share this `forward`: {TORCH} guards "
+        f"it by value, so each instance with another value compiles its own entry of the same frame: {cost}"
     )
     if read.guarded:
         severity, message = Severity.HINT, message + " (a hint: this read runs only under a condition)"

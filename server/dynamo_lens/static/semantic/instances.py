@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from functools import partial
 
 from dynamo_lens.static.context import FileContext, NodeAt
-from dynamo_lens.static.semantic.usage import Kind, loop_scalars, value_kind
+from dynamo_lens.static.semantic.usage import Kind, loop_scalars, names_in, value_kind
 from dynamo_lens.static.summary import Candidate, Ref
 
+CHOICE = "choice"
+"""The kind of an argument that picks one of two values by the loop counter (``x if i % 2 == 0 else None``)."""
 LOOPS = (ast.For, ast.AsyncFor, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
 
 
@@ -25,7 +27,8 @@ LOOPS = (ast.For, ast.AsyncFor, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast
 class InstanceArgument(Candidate):
     """An argument of the construction at ``span`` of the class ``ref``: position ``position`` (-1 for a keyword)
     or keyword ``keyword``. ``literal`` (a ``repr``) for a constant; otherwise it follows a loop counter, has the
-    Python ``kind`` (``int``, ``bool``, ``str``) and takes ``count`` values (0 when the loop's length is unknown)."""
+    Python ``kind`` (``int``, ``bool``, ``str``, or :data:`CHOICE`) and takes ``count`` values (0 when the loop's
+    length is unknown)."""
 
     ref: Ref
     position: int
@@ -34,6 +37,8 @@ class InstanceArgument(Candidate):
     kind: str
     literal: str = ""
     count: int = 0
+    built_with: tuple[Ref, ...] = ()
+    """For an argument that follows a loop counter: the classes the same loop builds (the layers that hold it)."""
 
 
 def instance_arguments(ctx: FileContext, code: str) -> Iterator[InstanceArgument]:
@@ -41,11 +46,13 @@ def instance_arguments(ctx: FileContext, code: str) -> Iterator[InstanceArgument
     follow a loop counter, and literal ``bool``/``str`` keywords (which differ when another construction passes
     another one). Classes of torch itself (``nn.Linear(8, 8, bias=False)``) are left out."""
     for found in ctx.per_block("instances", partial(_block_arguments, ctx)):
-        for call, ref, position, keyword, text, kind, literal, count in found:
-            yield InstanceArgument(code, ctx.span(call), ref, position, keyword, text, kind, literal, count)
+        for call, ref, position, keyword, text, kind, literal, count, built_with in found:
+            span = ctx.span(call)
+            yield InstanceArgument(code, span, ref, position, keyword, text, kind, literal, count, built_with)
 
 
-_Found = tuple[ast.Call, Ref, int, str, str, str, str, int]
+_Found = tuple[ast.Call, Ref, int, str, str, str, str, int, tuple[Ref, ...]]
+MAX_BUILT = 16
 
 
 def _block_arguments(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> list[_Found]:
@@ -54,8 +61,10 @@ def _block_arguments(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt
     for loop in LOOPS:
         for at in nodes.get(loop, ()):
             for counters, count, parts in _loop(at.node):
-                for call in _constructions(parts):
-                    found.extend(_following(ctx, call, counters, count))
+                calls = list(_constructions(parts))
+                built = tuple(dict.fromkeys(r for c in calls if (r := ctx.ref(c.func)) is not None))[:MAX_BUILT]
+                for call in calls:
+                    found.extend(_following(ctx, call, counters, count, built))
     for at in nodes.get(ast.Call, ()):
         node = at.node
         assert isinstance(node, ast.Call)
@@ -69,18 +78,24 @@ def _block_arguments(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt
             if keyword.arg and isinstance(value, ast.Constant) and type(value.value) in (bool, str):
                 literal = repr(value.value)
                 kind = "bool" if isinstance(value.value, bool) else "str"
-                found.append((node, ref, -1, keyword.arg, f"{keyword.arg}={literal}", kind, literal, 1))
+                found.append((node, ref, -1, keyword.arg, f"{keyword.arg}={literal}", kind, literal, 1, ()))
     return found
 
 
-def _following(ctx: FileContext, call: ast.Call, counters: dict[str, Kind], count: int) -> Iterator[_Found]:
+def _following(
+    ctx: FileContext, call: ast.Call, counters: dict[str, Kind], count: int, built: tuple[Ref, ...]
+) -> Iterator[_Found]:
     ref = ctx.ref(call.func)
     if ref is None or ref.dotted.startswith("torch."):
         return
     for position, keyword, argument in _arguments(call):
+        if isinstance(argument, ast.IfExp) and names_in(argument.test) & counters.keys():
+            # `window if i % 2 == 0 else None`: one of two values, chosen per instance
+            yield call, ref, position, keyword, ctx.source(argument, 40), CHOICE, "", 2, built
+            continue
         kind, varies = value_kind(argument, counters)
         if varies and kind in ("int", "bool", "str"):
-            yield call, ref, position, keyword, ctx.source(argument, 40), kind, "", count
+            yield call, ref, position, keyword, ctx.source(argument, 40), kind, "", count, built
 
 
 def _loop(node: ast.AST) -> Iterator[tuple[dict[str, Kind], int, list[ast.AST]]]:

@@ -274,8 +274,9 @@ class Lowering:
         def selecting(argument: ast.expr) -> Expr:
             if isinstance(argument, ast.Constant):
                 return exprs.constant(argument.value)
-            if isinstance(argument, ast.Name):
-                lowered = self._lower(argument, at, env, depth)
+            function = at.scope.function
+            if isinstance(argument, ast.Name) and function is not None and argument.id in function.params:
+                lowered = self._lower(argument, at, env, depth)  # a parameter, unless the function rebinds it
                 if isinstance(lowered, exprs.Param):
                     return lowered
             return UNKNOWN
