@@ -97,6 +97,7 @@ CASES = (
     Case("DL107_ok_whole_model.py", 1),  # inlined into one frame: the values are constants of one graph
     Case("DL107_ok_index_unread.py", 1),  # not read by the compiled code: not guarded
     Case("DL107_ok_same_value.py", 1),  # built in a loop, but every instance gets the same value
+    Case("DL107_ok_roles_within_layer.py", 1),  # values differ inside each layer, the same in every layer
     # DL111: int/str attributes compile per value (limit), floats and bools once more
     Case("DL111_int_attr_loop.py", LIMIT, limit_hit=True),
     Case("DL111_str_mode_via_wrapper.py", 3),  # three modes → three entries: unbounded in the number of values
