@@ -122,6 +122,7 @@ CASES = (
     Case("DL112_ok_eval_every_epoch.py", 1),
     # DL201: a fresh backend callable fails BACKEND_MATCH; the same backend is cached
     Case("DL201_lambda_backend.py", LIMIT, limit_hit=True),
+    Case("DL201_ok_compile_on_first_step.py", 1),  # compiled on the first iteration only
     Case("DL201_partial_backend_helper.py", LIMIT, limit_hit=True),
     Case("DL201_backend_factory_in_loop.py", LIMIT, limit_hit=True),
     Case("DL201_same_backend_alias.py", 1),

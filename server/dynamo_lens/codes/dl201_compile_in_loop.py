@@ -38,7 +38,9 @@ for batch in loader:
 Functions called from a loop are followed one level, within one file, and are reported only with a fresh backend
 (a helper that compiles per call may compile a different model each time). A loop that compiles something bound in
 the loop (`for m in models: torch.compile(m)`) is not reported, nor one that resets Dynamo before compiling (each
-iteration is then meant to compile from scratch; see DL206). Whether a backend expression builds a new callable
+iteration is then meant to compile from scratch; see DL206), nor a compile under an `if` that holds on one
+iteration only: a counter compared with a constant (`if step == 0:`) or a lazy initialisation
+(`if compiled is None:`). Whether a backend expression builds a new callable
 is decided from its syntax: a name bound outside the loop, and `torch._dynamo.lookup_backend(...)`, are assumed to
 be stable.
 
@@ -102,6 +104,8 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
             compiled = call.args[0] if call.args else compiled
             if compiled is not None and names_in(compiled) & bound:
                 continue  # a different model per iteration: each one needs its own wrapper
+            if _runs_once(loops[-1], call):
+                continue  # `if step == 0:` / `if compiled is None:`: compiled on one iteration only
             where = "on every iteration of this loop"
         elif helper and helper in table.called_in_loop and function is not None:
             bound = _bound_in(function.node)
@@ -133,6 +137,28 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         yield UsageCandidate(
             RULE.code, ctx.span(call), message, severity, (site,), fixes=tuple(f for f in fixes if f is not None)
         )
+
+
+def _runs_once(loop: ast.AST, call: ast.Call) -> bool:
+    """``call`` sits, inside ``loop``, under an ``if`` that holds on one iteration: a counter compared with a
+    constant (``if step == 0:``, ``if batch_idx == 0:``) or a lazy initialisation (``if compiled is None:``)."""
+    for node in ast.walk(loop):
+        if (
+            isinstance(node, ast.If)
+            and _once(node.test)
+            and any(inner is call for s in node.body for inner in ast.walk(s))
+        ):
+            return True
+    return False
+
+
+def _once(test: ast.expr) -> bool:
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return False
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(op, ast.Eq):
+        return isinstance(left, ast.Name) and isinstance(right, ast.Constant) and type(right.value) is int
+    return isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None
 
 
 def _resets(ctx: FileContext, node: ast.AST) -> bool:
