@@ -168,9 +168,17 @@ def _reads_training(index: WorkspaceIndex, compiled: Iterable[Value]) -> bool:
 
 
 def _reads_own_training(index: WorkspaceIndex, key: ClassKey) -> bool:
+    """Whether a method of the class reads ``self.training``, or it derives from a ``torch.nn`` layer that does
+    (``class BatchNorm(nn.BatchNorm2d)``)."""
     for owner in index.mro(key)[0]:
         summary = index.class_summary(owner)
-        for method in summary.methods if summary is not None else ():
+        if summary is None:
+            continue
+        for base in summary.bases:
+            if base is not None and base.level == 0 and base.dotted.startswith("torch.nn."):
+                if MODE_SENSITIVE.search(base.last):
+                    return True
+        for method in summary.methods:
             if any(e.attr == "training" and e.kind in READ_EVENTS for e in method.events):
                 return True
     return False
