@@ -175,9 +175,9 @@ def _reads_own_training(index: WorkspaceIndex, key: ClassKey) -> bool:
         if summary is None:
             continue
         for base in summary.bases:
-            if base is not None and base.level == 0 and base.dotted.startswith("torch.nn."):
-                if MODE_SENSITIVE.search(base.last):
-                    return True
+            torch_layer = base is not None and base.level == 0 and base.dotted.startswith("torch.nn.")
+            if torch_layer and base is not None and MODE_SENSITIVE.search(base.last):
+                return True
         for method in summary.methods:
             if any(e.attr == "training" and e.kind in READ_EVENTS for e in method.events):
                 return True

@@ -288,9 +288,10 @@ class Evaluator:
         return frozenset(found)
 
     def callers(self, name: str, near: str = "") -> Iterator[tuple[CallSite, str]]:
-        """Calls (and their files) whose callee is written ``name``, then those whose callee is a module-level name
-        of its file (which may hold the function under another name); each group in path order, the calls in the
-        file ``near`` first (the likeliest callers, when a caller only looks at the first few)."""
+        """Calls (and their files) whose callee is written ``name`` or is a local that may hold something named
+        ``name``, then those whose callee is a module-level name of its file (which may hold the function under
+        another name); each group in path order, the calls in the file ``near`` first (the likeliest callers, when a
+        caller only looks at the first few)."""
         if self._callers is None:
             index: dict[str, list[tuple[CallSite, str]]] = {}
             for summary in sorted(self.files.summaries, key=lambda s: s.path):
@@ -298,6 +299,10 @@ class Evaluator:
                     index.setdefault(call.name, []).append((call, summary.path))
                     if isinstance(call.func, exprs.Global) and call.name:
                         index.setdefault("", []).append((call, summary.path))
+                    elif not isinstance(call.func, exprs.Named | exprs.Attr | exprs.Param):
+                        # `infer_fn(x, model)` with `infer_fn = [infer_basic, infer_mirror][level]`: a caller of each
+                        for also in {ref.last for ref in exprs.refs_in(call.func)} - {call.name}:
+                            index.setdefault(also, []).append((call, summary.path))
             self._callers = index
         for spelled in (name, "") if name else (name,):
             calls = self._callers.get(spelled, ())
