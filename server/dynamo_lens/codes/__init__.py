@@ -85,6 +85,9 @@ class Check:
     """``judge`` reads nothing but what the candidate's file reaches through its names and where compile sites
     reach (``sites_for_*``, ``compiled_binding``): the editor then keeps a file's findings from one link to the next
     while neither changed (:meth:`WorkspaceIndex.carried`)."""
+    reads_workspace: Callable[[Any, WorkspaceIndex], bool] | None = None
+    """For a check ``judged_locally``: whether ``judge`` also reads, for this candidate, facts from anywhere in the
+    workspace (a Dynamo setting made in another program's file); such candidates are judged afresh at every link."""
 
 
 def _code_modules() -> list[ModuleType]:

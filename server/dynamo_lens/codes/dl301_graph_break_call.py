@@ -88,6 +88,7 @@ from dynamo_lens.static.semantic.bodies import (
     function_bodies,
     judge,
 )
+from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.torch_facts import (
     ASYNC_COLLECTIVE,
@@ -295,4 +296,10 @@ def _candidate(ctx: FileContext, body: FunctionBody, call: ast.Call, found: Grap
     )
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge, judged_locally=True)
+def _reads_settings(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> bool:
+    """The candidate's judgement depends on settings the workspace may make anywhere (``capture_scalar_outputs``
+    in another program's file), and on which programs can run them: never carried from one link to the next."""
+    return bool(candidate.lifted_by)
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge, judged_locally=True, reads_workspace=_reads_settings)

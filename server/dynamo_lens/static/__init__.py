@@ -204,11 +204,15 @@ def _link(summaries: Sequence[FileSummary], index: WorkspaceIndex) -> list[Findi
             judge = check.judge
             if judge is not None:
                 for path, candidates in by_code.get(check.code, {}).items():
+                    fresh = candidates
                     if check.judged_locally:
+                        reads = check.reads_workspace
+                        fresh = [c for c in candidates if reads is not None and reads(c, index)]
+                        judged_fresh = {id(c) for c in fresh}
+                        local = [c for c in candidates if id(c) not in judged_fresh]
                         key = ("judged", check.code, path, index.sites_version)
-                        produced.extend(index.carried(key, path, partial(_judge_all, judge, candidates, index)))
-                    else:
-                        produced.extend(_judge_all(judge, candidates, index))
+                        produced.extend(index.carried(key, path, partial(_judge_all, judge, local, index)))
+                    produced.extend(_judge_all(judge, fresh, index))
             if check.judge_workspace is not None:
                 produced.extend(check.judge_workspace(index))
         except Exception:  # one broken check must not hide the others
