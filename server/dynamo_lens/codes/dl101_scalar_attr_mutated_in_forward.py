@@ -175,7 +175,7 @@ def _finding(
             f"as dynamic ({why}): one extra compile"
         )
         if unspec is not None:
-            setting = Related(unspec.span, "`allow_unspec_int_on_nn_module` is set here")
+            setting = settings.set_here(unspec)
     elif kind in ("int", "str") and unbounded:
         dynamic_text = (
             "strings are never made dynamic" if kind == "str" else "int module attributes are never made dynamic"
@@ -198,7 +198,7 @@ def _finding(
             f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) and, under `dynamic=False`, never makes "
             "the float dynamic: each new value recompiles; after recompile_limit (8) the frame runs eagerly"
         )
-        setting = Related(dynamic[1].span, "compiled with `dynamic=False` here")
+        setting = settings.compiled_with(dynamic, "dynamic")
     elif kind == "float" and dynamic is not None and dynamic[0] == "True":
         return None  # measured: compiled with dynamic=True the float is symbolic from the first call (1 compile)
     elif kind == "float":

@@ -246,7 +246,7 @@ def _finding(
     )
     related += (Related(init.span, f"`{name}` set from the constructor argument in `__init__`"),)
     if unspec is not None:
-        related += (Related(unspec.span, "`allow_unspec_int_on_nn_module` is set here"),)
+        related += (settings.set_here(unspec),)
     return index.finding(
         RULE,
         read.span,

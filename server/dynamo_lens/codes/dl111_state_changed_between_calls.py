@@ -162,7 +162,7 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
             "`allow_unspec_int_on_nn_module = True` torch 2.13 recompiles once, then treats the int as dynamic "
             "(2 compiles in all)"
         )
-        setting = Related(unspec.span, "`allow_unspec_int_on_nn_module` is set here")
+        setting = settings.set_here(unspec)
     elif kind in ("int", "str") and candidate.varies:
         severity = RULE.default_severity
         message = (
@@ -185,7 +185,7 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
             "torch 2.13 never makes the float dynamic, so each distinct value compiles once more; past 8 values "
             "`recompile_limit` is hit and the module runs eagerly"
         )
-        setting = Related(dynamic[1].span, "compiled with `dynamic=False` here")
+        setting = settings.compiled_with(dynamic, "dynamic")
     elif kind == "float":
         severity = Severity.INFO
         message = (

@@ -312,7 +312,7 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
                 message += f" (a hint: {flag} is set first, under which Dynamo traces it for {candidate.lifted_partly})"
             else:
                 message += f" (a hint: a program that compiles this sets {flag}, under which Dynamo traces it)"
-            related = (*related, Related(decision.setting.span, f"`{candidate.lifted_by}` is set here"))
+            related = (*related, settings.set_here(decision.setting))
     if candidate.only_if_taken and sites and severity != Severity.HINT:
         node = index.reach.scope_node(path, candidate.function)
         always = node is not None and any(index.reach.always_runs(site, node) for site in sites)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dynamo_lens.model import Related
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.summary import CompileSite, DynamoSetting
 
@@ -150,3 +151,13 @@ def compile_option(sites: Iterable[CompileSite], key: str) -> tuple[str, Compile
             return None
         found = found or (value, site)
     return found
+
+
+def set_here(setting: DynamoSetting) -> Related:
+    """The related location a finding gives for the setting that decided its cost."""
+    return Related(setting.span, f"`{setting.name}` is set here")
+
+
+def compiled_with(option: tuple[str, CompileSite], key: str) -> Related:
+    """The related location of the compile site whose keyword ``key`` (``dynamic=False``) decided a cost."""
+    return Related(option[1].span, f"compiled with `{key}={option[0]}` here")
