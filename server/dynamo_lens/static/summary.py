@@ -149,6 +149,9 @@ class ClassSummary:
     """The first statement of the class body (where a fix can insert lines)."""
     attr_values: tuple[tuple[str, Expr], ...] = ()
     """``self.<attr> = value`` in any method, for values that can matter (a submodule, a container of them)."""
+    class_values: tuple[tuple[str, Expr], ...] = ()
+    """``name = value`` in the class body, for values that can matter (``model_class = Net`` in a test class): what
+    ``self.<name>`` holds on an instance whose methods do not assign it."""
 
     def method(self, name: str) -> MethodSummary | None:
         for method in self.methods:

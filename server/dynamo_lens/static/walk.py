@@ -147,6 +147,8 @@ class _ClassBuilder:
     methods: list[_FunctionBuilder] = field(default_factory=list)
     init_attrs: dict[str, _InitAttr] = field(default_factory=dict)
     class_attrs: list[str] = field(default_factory=list)
+    class_values: list[tuple[str, ast.expr]] = field(default_factory=list)
+    """``name = value`` statements of the class body."""
 
 
 @dataclass(slots=True)
@@ -434,7 +436,9 @@ class Walker:
         for statement in node.body:
             self.visit(statement)
             if isinstance(statement, ast.Assign):
-                builder.class_attrs.extend(t.id for t in statement.targets if isinstance(t, ast.Name))
+                names = [t.id for t in statement.targets if isinstance(t, ast.Name)]
+                builder.class_attrs.extend(names)
+                builder.class_values.extend((name, statement.value) for name in names)
             elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 builder.class_attrs.append(statement.target.id)
         self.scope, self.cls, self.function, self.loop_depth, self.branch_depth, self.path = saved
@@ -1083,6 +1087,11 @@ class Walker:
                     value = exprs.Items((exprs.Item(value) if e.detail in ("extend", "update") else value,))
                 if not exprs.is_trivial(value) and (e.attr, value) not in attr_values:
                     attr_values.append((e.attr, value))
+        class_values = [
+            (name, value)
+            for name, node in builder.class_values
+            if not exprs.is_trivial(value := lowering.value(node, NodeAt(node, builder.scope, 0, 0, ())))
+        ]
         init_attrs = tuple(self._freeze_init(a, builder.scope) for a in builder.init_attrs.values())
         body = builder.node.body[0] if builder.node.body else builder.node
         return ClassSummary(
@@ -1097,6 +1106,7 @@ class Walker:
             class_attrs=tuple(builder.class_attrs),
             body_start=ctx.span(body),
             attr_values=tuple(attr_values),
+            class_values=tuple(class_values),
         )
 
     def _freeze_event(self, e: _Event, scope: Scope) -> StateEvent:

@@ -401,7 +401,7 @@ def summary_exprs(summary: FileSummary) -> Iterator[exprs.Expr]:
         calls.extend(function.calls)
         yield from function.returns
     for cls in summary.classes:
-        yield from (value for _, value in cls.attr_values)
+        yield from (value for _, value in (*cls.attr_values, *cls.class_values))
         for method in cls.methods:
             calls.extend(method.calls)
             yield from method.returns
