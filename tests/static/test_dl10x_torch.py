@@ -53,6 +53,7 @@ CASES = (
     Case("DL101_run_float_dynamic_false.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_ok_run_float_dynamic_true.py", "DL101", 1),
     Case("DL101_run_plain_object.py", "DL101", 2, severity="info"),
+    Case("DL101_run_helper_object_counter.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_ok_run_write_first.py", "DL101", 1),
     # what a compile site compiles (the semantic layer): each counter is a warning only if the target resolves
     Case("DL101_run_chained_to_eval.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
@@ -89,6 +90,9 @@ CASES = (
     Case("DL105_run_none_cache.py", "DL105", 2, severity="info"),
     Case("DL105_run_growing.py", "DL105", 2, severity="info"),
     Case("DL105_ok_run_same_shape.py", "DL105", 1),
+    # a helper object that is not a module, called from the compiled forward: traced and guarded like a module
+    Case("DL105_run_helper_lazy_list.py", "DL105", 2, severity="info"),
+    Case("DL105_ok_run_list_written_first.py", "DL105", 1),
     Case("DL106_run_linear.py", "DL106", 1, severity="warning", graph_break="GB0264"),
     Case("DL106_ok_run_activation.py", "DL106", 1),
 )

@@ -22,7 +22,10 @@ The guard that fails points at the *read* of the attribute; the write is what ma
 
 Only `nn.Module` int attributes stay static: on a plain Python object whose method is compiled
 (`@torch.compile def step(self, ...)`), an int attribute is made dynamic after one recompile (measured: two
-compiles), so that case is reported as `info`.
+compiles), so that case is reported as `info`. A helper object that is not a module but that a compiled module's
+code calls (`self.counter(x)` in `forward`, a global helper) is traced too, and its int attributes stay static like
+the module's (measured: 8 compiles and the limit); one that compiled functions reach in other ways is not reported
+(a global one stays static, one reached through a compiled plain object's `self` is made dynamic).
 
 ## Example
 ```python
@@ -96,7 +99,7 @@ from dynamo_lens.static.semantic.state_flow import (
     read_related,
     sites_of,
 )
-from dynamo_lens.static.summary import AttrKind
+from dynamo_lens.static.summary import AttrKind, CompileSite
 
 RULE = Rule(
     code="DL101",
@@ -160,10 +163,13 @@ def _finding(
     sites = sites_of(index, [change, *attr.carried_reads])
     severity: Severity | None = None
     module = index.is_module_class(flow.cls)
-    unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if module else None
+    static = _static_ints(index, flow, sites)
+    if kind == "int" and unbounded and static is None:
+        return None  # a helper object that compiled functions reach: static or not depends on how they hold it
+    unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if static else None
     dynamic = settings.compile_option(sites, "dynamic")
     setting: Related | None = None
-    if kind == "int" and unbounded and (not module or unspec is not None):
+    if kind == "int" and unbounded and (not static or unspec is not None):
         severity = Severity.INFO
         why = (
             "under `allow_unspec_int_on_nn_module = True`"
@@ -178,7 +184,11 @@ def _finding(
             setting = settings.set_here(unspec)
     elif kind in ("int", "str") and unbounded:
         dynamic_text = (
-            "strings are never made dynamic" if kind == "str" else "int module attributes are never made dynamic"
+            "strings are never made dynamic"
+            if kind == "str"
+            else "int module attributes are never made dynamic"
+            if module
+            else "ints of an object a compiled module calls are never made dynamic"
         )
         cost = (
             f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) at the read, so each new value recompiles "
@@ -225,6 +235,22 @@ def _finding(
         fixes=fixes,
         data={"attribute": attr.attr, "kind": kind, "class": flow.cls[1], "unbounded": unbounded},
     )
+
+
+def _static_ints(index: WorkspaceIndex, flow: ClassFlow, sites: set[CompileSite]) -> bool | None:
+    """Whether Dynamo keeps the class's int attributes static, as it does a module's (None: cannot tell). Measured
+    on 2.13: a module's, and a helper object's that a compiled module's code calls (held in a module attribute or a
+    global), stay static; a plain object's whose method is compiled is made dynamic after one recompile. A helper
+    that compiled functions or plain objects reach can be either (a global helper stays static, one reached through
+    a compiled plain object's `self` does not)."""
+    if index.is_module_class(flow.cls):
+        return True
+    compiled = [index.compiled_classes(site) for site in sites]
+    if any(flow.cls in classes for classes in compiled):
+        return False
+    if compiled and all(classes and all(index.is_module_class(c) for c in classes) for classes in compiled):
+        return True
+    return None
 
 
 def _fixes(index: WorkspaceIndex, attr: AttrFlow, kind: AttrKind, changes: list[Access]) -> tuple[Fix, ...]:

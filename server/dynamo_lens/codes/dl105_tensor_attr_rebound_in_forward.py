@@ -14,6 +14,13 @@ Dynamo guards tensors on their metadata (dtype, device, shape, strides, `require
   with a tensor of the same metadata reuse the second entry (two compiles in all).
 * a growing tensor: the second call fails the size guard, Dynamo marks the dimension dynamic
   (automatic dynamic shapes) and compiles once more; later sizes reuse that entry (two compiles in all).
+* `None` → a list or tuple built lazily (`if self.table is None: self.table = [...]`, a rotary table made on the
+  first call): the second call fails `self.table is None` and compiles once more; later calls find the same list
+  and reuse that entry (two compiles in all). Only lazy builds are reported: every write that makes the attribute a
+  list either runs under `if self.<attr> is None` or rebuilds it from itself (`[t.to(device) for t in self.table]`).
+
+The same holds for a helper object that is not a module (a plain class whose `__call__` a compiled `forward`
+calls): Dynamo traces it and guards what it reads of its instance.
 
 Both cost one extra compile, so the finding is informational. Rebinding a tensor attribute to a tensor of the same
 metadata (`self.state = self.state * 0.9 + x.mean()`), updating a buffer in place (`self.buf.add_(1)`), or writing
@@ -60,6 +67,7 @@ from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Severity
+from dynamo_lens.static.context import SELF_FLAG
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.state_flow import (
     Access,
@@ -98,7 +106,19 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
         return
     name = f"self.{attr.attr}"
     kinds = {a.event.value_kind for a in writes}
-    if attr.init_kind == "none" and "tensor" in kinds and kinds <= {"tensor", "unknown", "none"}:
+    if attr.init_kind == "none" and kinds & {"list", "tuple"} and _built_lazily(attr.attr, writes):
+        if not [a for a in attr.carried_reads if a.event.kind == "read"]:
+            return
+        access = next(a for a in writes if a.event.value_kind != "none")
+        built = "a tuple" if "tuple" in kinds else "a list"
+        message = (
+            f"`{name}` starts as `None` and {_place(flow, access.method)} builds {built} in it on the first call, "
+            f"which the next call reads: the first call guards `{name} is None` (NONE_MATCH), so the second call "
+            "recompiles once (torch 2.13); later calls reuse that entry while the contents keep their length and "
+            "shapes"
+        )
+        yield _finding(index, flow, attr, access, message)
+    elif attr.init_kind == "none" and "tensor" in kinds and kinds <= {"tensor", "unknown", "none"}:
         if not [a for a in attr.carried_reads if a.event.kind == "read"]:
             return
         for access in writes:
@@ -120,6 +140,18 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
                     "dynamic shapes, torch 2.13) and compiles once more"
                 )
                 yield _finding(index, flow, attr, access, message)
+
+
+def _built_lazily(attr: str, writes: list[Access]) -> bool:
+    """Every write that gives the attribute a value runs under ``if self.<attr> is None`` or rebuilds it from
+    itself under some condition (``self.table = [t.to(device) for t in self.table]`` when the device changed)."""
+    lazy = (f"{SELF_FLAG}{attr}", "none", True)
+    made = [a.event for a in writes if a.event.value_kind != "none"]
+    return (
+        bool(made)
+        and all(lazy in event.requires or (event.detail == "self" and event.guarded) for event in made)
+        and any(lazy in event.requires for event in made)
+    )
 
 
 def _place(flow: ClassFlow, method: str) -> str:

@@ -116,6 +116,8 @@ def _compute(index: WorkspaceIndex) -> list[ClassFlow]:
             for entry in index.compiled_entries(site):
                 if entry[0] == "method":
                     compiled.setdefault(entry[1], set()).add(entry[2])
+    for key, names in _helper_entries(index).items():
+        compiled.setdefault(key, set()).update(names)
     flows: list[ClassFlow] = []
     for path in index.paths:
         for key, forward in index.carried(("state_flow.forwards", path), path, partial(_forward_flows, index, path)):
@@ -133,6 +135,23 @@ def _compute(index: WorkspaceIndex) -> list[ClassFlow]:
             if flow is not None:
                 flows.append(flow)
     return flows
+
+
+def _helper_entries(index: WorkspaceIndex) -> dict[ClassKey, set[str]]:
+    """The methods of classes that are not modules which compiled code calls from outside them (a rotary-table
+    helper object's ``__call__`` called from a compiled ``forward``): Dynamo traces them and guards what they read of
+    their instance like a module's attributes. Methods they only reach through ``self.m()`` are laid out inside."""
+    reached: dict[ClassKey, set[str]] = {}
+    for summary in index.summaries:
+        for site in summary.compile_sites:
+            for node in index.reach.reached_nodes(site):
+                if node[0] == "method" and not index.is_module_class(node[1]):
+                    reached.setdefault(node[1], set()).add(node[2])
+    entries: dict[ClassKey, set[str]] = {}
+    for key, names in reached.items():
+        inner = {m for name in names for (_, m) in closure(index, key, name)[0] if m != name}
+        entries[key] = names - inner
+    return entries
 
 
 def _forward_flows(index: WorkspaceIndex, path: str) -> list[tuple[ClassKey, ClassFlow | None]]:
