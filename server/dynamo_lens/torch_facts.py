@@ -86,6 +86,12 @@ P2P = GraphBreak(
     "build the point-to-point ops outside the compiled code, or use a collective Dynamo traces (`all_gather`)",
 )
 BRANCH = GraphBreak("GB0170", "Data-dependent branching", "use `torch.where(...)` or `torch.cond(...)`")
+DEVICE_CONTEXT = GraphBreak(
+    "GB0142",
+    "Unsupported context manager",
+    "pass `device=` to the tensor factories instead of entering `torch.device(...)` in compiled code (the rest of "
+    "the function runs eagerly: Dynamo cannot resume inside the `with`)",
+)
 
 BREAK_IN_LOOP = (
     f"; it sits in a loop, so Dynamo gives up on the whole function, which then runs eagerly "

@@ -20,6 +20,7 @@ for it:
 | `loss.backward()` | GB0123 "Unsupported Tensor.backward() call" |
 | a `torch.distributed` collective with `async_op=True` | GB0172 "async_op=True for distributed collectives" |
 | `torch.distributed.P2POp(...)` | GB1750 "P2P compilation disabled for P2POp construction" |
+| `with torch.device(...):` | GB0142 "Unsupported context manager" (and the rest of the function runs eagerly) |
 
 ## Why it matters
 At a graph break Dynamo ends the graph, runs the call in Python and resumes in a new frame
@@ -96,6 +97,7 @@ from dynamo_lens.torch_facts import (
     BREAK_IN_LOOP,
     DATA_DEPENDENT,
     DEEPCOPY,
+    DEVICE_CONTEXT,
     ITEM,
     LOGGER,
     LOGGING,
@@ -137,7 +139,7 @@ IMPORTABLE = frozenset(
     {"deepcopy", "nonzero", "equal", "allclose", "where"} | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS}
 )
 BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr", "P2POp"}) | IMPORTABLE | COLLECTIVES
-ATTRIBUTES = LOGGER_METHODS | {"item", "tolist", "backward", "P2POp"} | IMPORTABLE | COLLECTIVES
+ATTRIBUTES = LOGGER_METHODS | {"item", "tolist", "backward", "P2POp", "device"} | IMPORTABLE | COLLECTIVES
 """Last names of the calls that may break: the shape test before any name is resolved."""
 
 
@@ -166,7 +168,17 @@ def _breaks(
 ) -> list[tuple[ast.Call, GraphBreak]]:
     """The calls of ``body`` that break the graph, with the registry entry of each."""
     found = []
+    contexts = {
+        id(item.context_expr)
+        for statement in body.statements
+        if isinstance(statement, ast.With | ast.AsyncWith)
+        for item in statement.items
+    }
     for call in calls:
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "device":
+            if id(call) in contexts and ctx.resolve(call.func) == "torch.device":
+                found.append((call, DEVICE_CONTEXT))  # `torch.device(...)` anywhere else is an ordinary value
+            continue
         tensors = body.tensors(ctx) if _needs_tensors(call) else None
         graph_break = _classify(call, ctx, loggers, tensors)
         if graph_break is not None:

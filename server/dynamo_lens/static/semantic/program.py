@@ -141,13 +141,14 @@ def never_runs(
     compiled callable when ``function`` is where compiled code starts, else the calls compiled code makes of it
     (following parameters it only passes on). Only when every such call is found and passes a literal (or leaves
     the literal default)."""
+    requires = tuple(r for r in requires if not r[0].startswith(SELF_FLAG))  # an instance's: `flags` decides
+    if not requires:
+        return False
     for site in sites:
         values = _literals(index, site, path, function, 3)
         if values is None:
             return False
         for param, kind, expected in requires:
-            if param.startswith(SELF_FLAG):
-                continue  # an attribute of the instance: `flags.flag_values` decides
             passed = values.get(param)
             if passed is None or any(exprs.holds(value, kind) == expected for value in passed):
                 return False
