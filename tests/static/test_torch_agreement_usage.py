@@ -106,6 +106,10 @@ CASES = (
     Case("DL111_int_attr_unspec_flag.py", 2),  # allow_unspec_int_on_nn_module: dynamic after one recompile
     Case("DL111_float_attr_dynamic_false.py", LIMIT, limit_hit=True),  # dynamic=False: a float per value
     Case("DL111_ok_float_attr_dynamic_true.py", 1),  # dynamic=True: symbolic from the start
+    # through an object that holds the compiled model (`self.model.x = ...` in a trainer's method)
+    Case("DL111_trainer_holds_model.py", LIMIT, limit_hit=True),
+    Case("DL111_trainer_switches_flag.py", 2),
+    Case("DL111_ok_trainer_configures_first.py", 1),
     Case("DL111_ok_unread_attr.py", 1),
     Case("DL111_ok_set_before_compile.py", 1),
     Case("DL111_ok_buffer_fill.py", 1),

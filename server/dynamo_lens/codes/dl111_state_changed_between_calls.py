@@ -14,7 +14,7 @@ on the next call. Measured on torch 2.13 (`backend="eager"`, 12 calls, a new val
   module silently runs in eager mode from then on.
 * `str`: the same, one compile per value (12 distinct strings → 8 compiles + limit); two alternating strings → 2.
 * `float`: one recompile, after which Dynamo makes the value dynamic (2 compiles in all).
-* `bool`: one compiled entry per value (2 in all).
+* `bool`: one compiled entry per value (one extra compile for the other value).
 * An attribute the compiled code never reads is not guarded: changing it costs nothing (1 compile).
 
 Setting the attribute through the compiled wrapper (`compiled.k = 3`) writes the original module's attribute and
@@ -42,14 +42,17 @@ made dynamic (8 compiles and the limit: warning); compiled with `dynamic=True` i
 (1 compile: no finding).
 
 ## Known limitations
-The receiver must be a name bound in the same file to a module instance that is compiled (`torch.compile(model)`,
-`model.compile()`) or to the compiled wrapper itself; attributes reached through containers or other objects are
-not followed. Only changes made after the compiled module already ran (earlier in the same function, or in a loop
-that calls it) are reported: configuring attributes before the first call costs nothing. Whether compiled code
-reads the attribute is known only for classes defined in the workspace; attributes of other classes (`nn.Linear`)
-are not reported. Values are classified from the assigned expression (literals, comparisons, arithmetic on loop
-counters, `int()`/`float()`/`str()`); otherwise the kind `__init__` gave the attribute is used. A change made once
-(not in a loop) is reported at `info`: one recompile.
+The receiver is a name bound in the same file to a module instance that is compiled (`torch.compile(model)`,
+`model.compile()`) or to the compiled wrapper, or any expression the workspace model resolves to one: an attribute
+of an object that holds it (`self.model.split = True` in a trainer's method), a parameter its callers pass it to.
+Only changes made after the compiled module already ran are reported: earlier in the same function or in a loop of
+it that calls it, or, for a change made in another function, where a caller (up to two levels up) calls that
+function after a compiled call or in a loop that makes one. Configuring attributes before the first call costs
+nothing. One finding per attribute of what holds the compiled state (the first change after a compiled call).
+Whether compiled code reads the attribute is known only for classes defined in the workspace; attributes of other
+classes (`nn.Linear`) are not reported. Values are classified from the assigned expression (literals, comparisons,
+arithmetic on loop counters, `int()`/`float()`/`str()`); otherwise the kind `__init__` gave the attribute is used. A
+change made once (not in a loop) is reported at `info`: one recompile.
 
 ## Fix safety
 No automatic fix: turning an attribute into a buffer changes its type for every other reader.
@@ -69,7 +72,9 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic import settings
+from dynamo_lens.static.semantic.evaluate import Value
 from dynamo_lens.static.semantic.index import WorkspaceIndex
+from dynamo_lens.static.semantic.program import callers_of, calls, compiled_callees
 from dynamo_lens.static.semantic.usage import (
     compiled_code_reads,
     loop_scalars,
@@ -78,7 +83,7 @@ from dynamo_lens.static.semantic.usage import (
     usage,
     value_kind,
 )
-from dynamo_lens.static.summary import Candidate, CompileSite
+from dynamo_lens.static.summary import AttrWrite, Candidate, CompileSite
 
 RULE = Rule(
     code="DL111",
@@ -196,7 +201,7 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
         severity = Severity.INFO
         message = (
             f"{name} (bool) changes between calls of the compiled module, whose code reads it: torch 2.13 keeps one "
-            "compiled entry per value (2 in all)"
+            "compiled entry per value, so the other value compiles once more"
         )
     related = [Related(candidate.earlier, "the compiled module ran here before")]
     if init is not None:
@@ -206,4 +211,73 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
     yield index.finding(RULE, candidate.span, message, (candidate.site,), severity=severity, related=related)
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge)
+def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
+    """Writes through receivers one file cannot follow: ``self.model.split_embed = True`` in a trainer whose
+    ``self.model`` is the compiled model, ``model.k = 3`` on a parameter that callers pass the compiled module. One
+    finding per attribute of what holds the compiled state, at the first write made after compiled code ran."""
+    holders = index.reach.state_holders()
+    if not holders:
+        return
+    found: dict[tuple[tuple[CompileSite, ...], str], StateChange] = {}
+    for summary in index.summaries:
+        path = summary.path
+        for write in summary.writes:
+            if write.attr in IGNORED:
+                continue
+            if write.receiver_text.isidentifier() and index.compiled_binding(path, write.function, write.receiver_text):
+                continue  # a name the file binds to compiled code: `collect` judges it with the file's own order
+            sites = _holding_sites(index, path, write, holders)
+            if not sites or (write.function and index.sites_for_scope(path, write.function)):
+                continue  # nothing compiled holds it, or compiled code makes the write itself (DL101-DL106)
+            key = (sites, write.attr)
+            if key in found:
+                continue
+            earlier = _ran_before(index, path, write.function, write.span.line, write.in_loop, set(sites), 3)
+            if earlier is None:
+                continue  # configuration before the first compiled call costs nothing
+            span, looped = earlier
+            kind = write.kind if write.kind in SCALARS else "unknown"
+            varies = looped and (write.aug or not write.constant)
+            found[key] = StateChange(
+                RULE.code, write.span, write.receiver_text, write.attr, kind, varies, sites[0], span
+            )
+    for change in found.values():
+        yield from judge(change, index)
+
+
+def _holding_sites(
+    index: WorkspaceIndex, path: str, write: AttrWrite, holders: dict[Value, list[CompileSite]]
+) -> tuple[CompileSite, ...]:
+    """The compile sites whose compiled state the write's receiver can hold, in programs the write's file is in."""
+    sites = {
+        site
+        for value in index.evaluator.evaluate(write.receiver, path)
+        for site in holders.get(value, ())
+        if index.files.together(path, site.span.path)
+    }
+    return tuple(sorted(sites, key=lambda s: (s.span.path, s.span.line, s.span.column)))
+
+
+def _ran_before(
+    index: WorkspaceIndex, path: str, function: str, line: int, in_loop: bool, sites: set[CompileSite], depth: int
+) -> tuple[Span, bool] | None:
+    """A call of the sites' compiled code that has run when line ``line`` of ``function`` executes (earlier in the
+    function, or in a loop of it that also encloses the line), else one that has run when a caller of ``function``
+    calls it (``depth`` levels up); with whether a loop repeats the line after it."""
+    summary = index.summary(path)
+    for placed in calls(summary) if summary is not None else ():
+        if placed.function != function:
+            continue
+        looped = in_loop and placed.call.in_loop
+        if (placed.call.span.line < line or looped) and set(compiled_callees(index, placed)) & sites:
+            return placed.call.span, in_loop
+    if depth > 1 and function:
+        for caller in callers_of(index, path, function):
+            call = caller.call
+            found = _ran_before(index, caller.path, caller.function, call.span.line, call.in_loop, sites, depth - 1)
+            if found is not None:
+                return found[0], found[1] or in_loop
+    return None
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge, judge_workspace=judge_workspace)

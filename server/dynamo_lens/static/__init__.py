@@ -127,6 +127,7 @@ def summarize_walked(ctx: FileContext, walker: Walker, error: str | None = None)
         bindings=tuple(facts.bindings),
         calls=tuple(facts.calls),
         switches=tuple(facts.switches),
+        writes=tuple(sorted(facts.writes, key=lambda write: (write.span.line, write.span.column))),
         resets=tuple(facts.resets),
         settings=tuple(facts.settings),
         compile_sites=ctx.compile_sites,

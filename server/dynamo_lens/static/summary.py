@@ -200,6 +200,28 @@ class ModeSwitch:
 
 
 @dataclass(frozen=True, slots=True)
+class AttrWrite:
+    """``<receiver>.<attr> = value`` (or ``op=``) on an object other than the function's own ``self``:
+    ``self.model.split_embed = True`` in a trainer, ``trainer.model.k = 3``, ``model.k = 3`` on a parameter."""
+
+    receiver: Expr
+    receiver_text: str
+    """The receiver's source text (cut to 40 characters)."""
+    attr: str
+    kind: str
+    """What the value is (``values.kind_of``; ``unknown`` when the expression does not say)."""
+    constant: bool
+    """The value is a literal."""
+    aug: bool
+    """An ``op=``: the new value depends on the old one."""
+    span: Span
+    """The target ``<receiver>.<attr>``."""
+    function: str
+    """Qualified name of the function it is in (``""`` at module level)."""
+    in_loop: bool
+
+
+@dataclass(frozen=True, slots=True)
 class DynamoSetting:
     """``torch._dynamo.config.<name> = <value>``, or ``<name>=<value>`` in ``torch._dynamo.config.patch(...)``."""
 
@@ -279,6 +301,8 @@ class FileSummary:
     """Calls made at module level (``generate(model, ...)`` under ``if __name__ == "__main__":``)."""
     switches: tuple[ModeSwitch, ...] = ()
     """Every ``.eval()`` / ``.train()`` call of the file."""
+    writes: tuple[AttrWrite, ...] = ()
+    """Attribute writes on objects other than a method's own ``self``."""
     settings: tuple[DynamoSetting, ...] = ()
     """The Dynamo settings the file changes (``static/semantic/settings.py``)."""
     resets: tuple[tuple[Span, str], ...] = ()

@@ -36,6 +36,7 @@ from dynamo_lens.static.semantic.values import kind_of
 from dynamo_lens.static.summary import (
     AttrInit,
     AttrKind,
+    AttrWrite,
     CallRef,
     CallSite,
     ClassSummary,
@@ -179,6 +180,7 @@ class _Frozen:
     bindings: tuple[ModuleBinding, ...]
     calls: tuple[CallSite, ...]
     switches: tuple[ModeSwitch, ...]
+    writes: tuple[AttrWrite, ...]
     resets: tuple[tuple[Span, str], ...]
     settings: tuple[DynamoSetting, ...]
 
@@ -192,6 +194,7 @@ class BlockFacts:
     bindings: list[ModuleBinding] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     switches: list[ModeSwitch] = field(default_factory=list)
+    writes: list[AttrWrite] = field(default_factory=list)
     resets: list[tuple[Span, str]] = field(default_factory=list)
     settings: list[DynamoSetting] = field(default_factory=list)
 
@@ -889,6 +892,7 @@ class Walker:
             facts.bindings.extend(frozen.bindings)
             facts.calls.extend(frozen.calls)
             facts.switches.extend(frozen.switches)
+            facts.writes.extend(frozen.writes)
             facts.resets.extend(frozen.resets)
             facts.settings.extend(frozen.settings)
         return facts
@@ -965,6 +969,7 @@ class Walker:
             self._module_bindings(block),
             tuple(calls.get(0, ())),
             tuple(switches),
+            tuple(self._attr_writes(block, lowering)),
             tuple(resets),
             tuple(settings_in(self.ctx, block.nodes.get(ast.Assign, ()), block.nodes.get(ast.Call, ()))),
         )
@@ -1108,6 +1113,37 @@ class Walker:
             attr_values=tuple(attr_values),
             class_values=tuple(class_values),
         )
+
+    def _attr_writes(self, block: BlockWalk, lowering: Lowering) -> Iterator[AttrWrite]:
+        """``<receiver>.<attr> = value`` where the receiver is not the method's own ``self`` (those are state
+        events of the class)."""
+        ctx = self.ctx
+        for at in (*block.nodes.get(ast.Assign, ()), *block.nodes.get(ast.AugAssign, ())):
+            node = at.node
+            assert isinstance(node, ast.Assign | ast.AugAssign)
+            if at.eager_only:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if not isinstance(target, ast.Attribute) or target.attr.startswith("__"):
+                    continue
+                receiver = target.value
+                if not isinstance(receiver, ast.Name | ast.Attribute):
+                    continue
+                if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
+                    continue
+                function = at.scope.function
+                yield AttrWrite(
+                    lowering.value(receiver, at),
+                    ctx.source(receiver, 40),
+                    target.attr,
+                    kind_of(node.value, ctx.resolve),
+                    isinstance(node.value, ast.Constant),
+                    isinstance(node, ast.AugAssign),
+                    ctx.span(target),
+                    function.qualname if function is not None else "",
+                    at.loop_depth > 0,
+                )
 
     def _freeze_event(self, e: _Event, scope: Scope) -> StateEvent:
         ctx = self.ctx

@@ -396,6 +396,7 @@ def summary_exprs(summary: FileSummary) -> Iterator[exprs.Expr]:
     yield from (binding.value for binding in summary.bindings)
     yield from (site.target for site in summary.compile_sites)
     yield from (switch.receiver for switch in summary.switches)
+    yield from (write.receiver for write in summary.writes)
     calls = list(summary.calls)
     for function in summary.functions:
         calls.extend(function.calls)
