@@ -110,6 +110,10 @@ CASES = (
     Case("DL111_trainer_holds_model.py", LIMIT, limit_hit=True),
     Case("DL111_trainer_switches_flag.py", 2),
     Case("DL111_ok_trainer_configures_first.py", 1),
+    # a method of a submodule changes what the compiled forward reads through it (`self.rope.scale`)
+    Case("DL111_setter_method_under_schedule.py", 3),
+    Case("DL111_setter_method_every_step.py", LIMIT, limit_hit=True),
+    Case("DL111_ok_setter_before_first_call.py", 1),
     Case("DL111_ok_unread_attr.py", 1),
     Case("DL111_ok_set_before_compile.py", 1),
     Case("DL111_ok_buffer_fill.py", 1),

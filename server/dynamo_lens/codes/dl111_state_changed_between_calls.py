@@ -3,7 +3,9 @@
 ## What it does
 Flags an assignment to an attribute of a compiled module made *outside* the compiled code, between calls:
 `model.scale = 0.5`, `model.k = step`, `compiled.mode = "fast"`. It reports only attributes that the module's
-`forward` (or a method reachable from it) reads, and grades the finding by the kind of value assigned.
+`forward` (or a method reachable from it) reads, and grades the finding by the kind of value assigned. A call of a
+method that changes its own object's attribute counts too, when compiled code reads that attribute through the module
+holding the object: `model.rope.stretch(1.5)` multiplying `self.scale`, read as `self.rope.scale` in `forward`.
 
 ## Why it matters
 On torch 2.13 Dynamo treats every `nn.Module` as unspecialized and guards each Python scalar attribute that the
@@ -38,8 +40,10 @@ dynamic after one recompile), or set `torch._dynamo.config.allow_unspec_int_on_n
 Measured on 2.13 (`backend="eager"`, 12 calls): with `torch._dynamo.config.allow_unspec_int_on_nn_module = True` in
 force for the compile site, an int set between calls recompiles once and is then dynamic (2 compiles, `info`, the
 setting shown as related information). Compiled with `dynamic=False`, a float set to a new value each call is never
-made dynamic (8 compiles and the limit: warning); compiled with `dynamic=True` it is symbolic from the first call
-(1 compile: no finding).
+made dynamic (8 compiles and the limit: warning); compiled with `dynamic=False`, a float changed only under a
+condition (a schedule that stretches a scale a few times) compiles once per value it is set to (measured: 3 compiles
+for two changes: `info`, since how often the condition holds is the program's business); compiled with
+`dynamic=True` it is symbolic from the first call (1 compile: no finding).
 
 ## Known limitations
 The receiver is a name bound in the same file to a module instance that is compiled (`torch.compile(model)`,
@@ -72,9 +76,10 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic import settings
-from dynamo_lens.static.semantic.evaluate import Value
-from dynamo_lens.static.semantic.index import WorkspaceIndex
+from dynamo_lens.static.semantic.evaluate import Instance, MethodValue, Value
+from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.program import callers_of, calls, compiled_callees
+from dynamo_lens.static.semantic.state_flow import closure
 from dynamo_lens.static.semantic.usage import (
     compiled_code_reads,
     loop_scalars,
@@ -109,6 +114,11 @@ class StateChange(Candidate):
     varies: bool
     site: CompileSite
     earlier: Span
+    setter: str = ""
+    """The method whose call makes the change (``apply`` in ``model.yarn.apply(...)``), ``""`` for an assignment."""
+    read: Related | None = None
+    """Where compiled code reads the attribute, when it reads it through another object (``self.yarn.attn_scale``
+    in the compiled model's forward); None: a method of the attribute's own class reads it."""
 
 
 def collect(ctx: FileContext) -> Iterator[StateChange]:
@@ -147,14 +157,18 @@ def collect(ctx: FileContext) -> Iterator[StateChange]:
 
 
 def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
-    reads = [compiled_code_reads(index, key, candidate.attr) for key in index.compiled_classes(candidate.site)]
-    reads = [read for read in reads if read is not False]
-    if not reads:
-        return  # no class we know is compiled there reads it: not guarded, or we cannot tell (silent)
-    init = next((read for read in reads if not isinstance(read, bool)), None)
+    if candidate.read is None:
+        reads = [compiled_code_reads(index, key, candidate.attr) for key in index.compiled_classes(candidate.site)]
+        reads = [read for read in reads if read is not False]
+        if not reads:
+            return  # no class we know is compiled there reads it: not guarded, or we cannot tell (silent)
+        init = next((read for read in reads if not isinstance(read, bool)), None)
+    else:
+        init = None
     kind = candidate.kind if candidate.kind != "unknown" else (init.kind if init is not None else "unknown")
     if kind not in SCALARS:
         return
+    setter = f", set by `{candidate.setter}()`" if candidate.setter else ""
     name = f"`{candidate.receiver}.{candidate.attr}`"
     sites = (candidate.site,)
     unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if kind == "int" else None
@@ -163,7 +177,7 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
     if kind == "int" and candidate.varies and unspec is not None:
         severity = Severity.INFO
         message = (
-            f"{name} (int) changes between calls of the compiled module, whose code reads it: under "
+            f"{name} (int{setter}) changes between calls of the compiled module, whose code reads it: under "
             "`allow_unspec_int_on_nn_module = True` torch 2.13 recompiles once, then treats the int as dynamic "
             "(2 compiles in all)"
         )
@@ -171,39 +185,49 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
     elif kind in ("int", "str") and candidate.varies:
         severity = RULE.default_severity
         message = (
-            f"{name} ({kind}) changes between calls of the compiled module, whose code reads it: torch 2.13 guards "
-            f"it by value (`EQUALS_MATCH`) and never makes {kind} module attributes dynamic, so each distinct value "
-            "compiles once more; past 8 values `recompile_limit` is hit and the module runs eagerly"
+            f"{name} ({kind}{setter}) changes between calls of the compiled module, whose code reads it: torch 2.13 "
+            f"guards it by value (`EQUALS_MATCH`) and never makes {kind} module attributes dynamic, so each distinct "
+            "value compiles once more; past 8 values `recompile_limit` is hit and the module runs eagerly"
         )
     elif kind in ("int", "str"):
         severity = Severity.INFO
         message = (
-            f"{name} ({kind}) is changed after the compiled module ran, and its code reads it: torch 2.13 guards it by "
-            "value, so the next call compiles again (one recompile per distinct value)"
+            f"{name} ({kind}{setter}) is changed after the compiled module ran, and its code reads it: torch 2.13 "
+            "guards it by value, so the next call compiles again (one recompile per distinct value)"
         )
     elif kind == "float" and dynamic is not None and dynamic[0] == "True":
         return  # measured: under dynamic=True the float is symbolic from the first call (1 compile)
     elif kind == "float" and dynamic is not None and dynamic[0] == "False" and candidate.varies:
         severity = RULE.default_severity
         message = (
-            f"{name} (float) changes between calls of the compiled module, whose code reads it: under `dynamic=False` "
-            "torch 2.13 never makes the float dynamic, so each distinct value compiles once more; past 8 values "
-            "`recompile_limit` is hit and the module runs eagerly"
+            f"{name} (float{setter}) changes between calls of the compiled module, whose code reads it: under "
+            "`dynamic=False` torch 2.13 never makes the float dynamic, so each distinct value compiles once more; past "
+            "8 values `recompile_limit` is hit and the module runs eagerly"
+        )
+        setting = settings.compiled_with(dynamic, "dynamic")
+    elif kind == "float" and dynamic is not None and dynamic[0] == "False":
+        severity = Severity.INFO
+        message = (
+            f"{name} (float{setter}) is changed after the compiled module ran, and its code reads it: under "
+            "`dynamic=False` torch 2.13 never makes the float dynamic, so each distinct value it is set to compiles "
+            "once more"
         )
         setting = settings.compiled_with(dynamic, "dynamic")
     elif kind == "float":
         severity = Severity.INFO
         message = (
-            f"{name} (float) changes between calls of the compiled module, whose code reads it: torch 2.13 "
+            f"{name} (float{setter}) changes between calls of the compiled module, whose code reads it: torch 2.13 "
             "recompiles once, then treats the float as dynamic (2 compiles in all)"
         )
     else:
         severity = Severity.INFO
         message = (
-            f"{name} (bool) changes between calls of the compiled module, whose code reads it: torch 2.13 keeps one "
-            "compiled entry per value, so the other value compiles once more"
+            f"{name} (bool{setter}) changes between calls of the compiled module, whose code reads it: torch 2.13 "
+            "keeps one compiled entry per value, so the other value compiles once more"
         )
     related = [Related(candidate.earlier, "the compiled module ran here before")]
+    if candidate.read is not None:
+        related.append(candidate.read)
     if init is not None:
         related.append(Related(init.span, f"`{candidate.attr}` set in __init__"))
     if setting is not None:
@@ -237,12 +261,95 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
                 continue  # configuration before the first compiled call costs nothing
             span, looped = earlier
             kind = write.kind if write.kind in SCALARS else "unknown"
-            varies = looped and (write.aug or not write.constant)
+            # a change made under a condition may happen a few times or every step: only "once per value" is sure
+            varies = looped and not write.guarded and (write.aug or not write.constant)
             found[key] = StateChange(
                 RULE.code, write.span, write.receiver_text, write.attr, kind, varies, sites[0], span
             )
-    for change in found.values():
+    for change in [*found.values(), *_setter_changes(index)]:
         yield from judge(change, index)
+
+
+def _setter_changes(index: WorkspaceIndex) -> Iterator[StateChange]:
+    """Calls of a method that changes its instance's attributes (``model.yarn.apply(...)`` multiplying
+    ``self.attn_scale``), made outside compiled code on an object whose attribute compiled code reads through the
+    module holding it (``self.yarn.attn_scale`` in the compiled forward). One finding per attribute."""
+    readers = _member_readers(index)
+    if not readers:
+        return
+    seen: set[tuple[ClassKey, str]] = set()
+    for summary in index.summaries:
+        for placed in calls(summary):
+            if placed.function and index.sites_for_scope(placed.path, placed.function):
+                continue  # compiled code makes the call: the DL10x checks follow it
+            for value in index.evaluator.evaluate(placed.call.func, placed.path):
+                if not isinstance(value, MethodValue) or value.on_class or value.name in ("__init__", "forward"):
+                    continue
+                for attr in sorted(closure(index, value.cls, value.name)[1]):
+                    read = readers.get((value.cls, attr))
+                    kind = _assigned_kind(index, value.cls, attr)
+                    if read is None or kind is None or (value.cls, attr) in seen:
+                        continue
+                    sites, at = read
+                    call = placed.call
+                    earlier = _ran_before(index, placed.path, placed.function, call.span.line, call.in_loop, sites, 3)
+                    if earlier is None:
+                        continue
+                    seen.add((value.cls, attr))
+                    yield StateChange(
+                        RULE.code,
+                        call.span,
+                        value.cls[1].rpartition(".")[2],
+                        attr,
+                        kind,
+                        earlier[1] and not call.guarded,
+                        min(sites, key=lambda s: (s.span.path, s.span.line, s.span.column)),
+                        earlier[0],
+                        setter=value.name,
+                        read=at,
+                    )
+
+
+Readers = dict[tuple[ClassKey, str], tuple[set[CompileSite], Related]]
+
+
+def _member_readers(index: WorkspaceIndex) -> Readers:
+    """(class, attribute) → the compile sites whose compiled code reads ``self.<a>.<attribute>`` where ``self.<a>``
+    holds an instance of the class, and the method that reads it (as related information)."""
+
+    def compute() -> Readers:
+        found: Readers = {}
+        for summary in index.summaries:
+            for site in summary.compile_sites:
+                for node in index.reach.reached_nodes(site):
+                    if node[0] != "method":
+                        continue
+                    owner = index.class_summary(node[1])
+                    method = owner.method(node[2]) if owner is not None else None
+                    if method is None:
+                        continue
+                    for holder, member in method.member_reads:
+                        for value in index.evaluator.attribute(node[1], holder):
+                            if isinstance(value, Instance):
+                                said = f"`{node[1][1]}.{method.name}` reads `self.{holder}.{member}` in compiled code"
+                                entry = found.setdefault((value.cls, member), (set(), Related(method.span, said)))
+                                entry[0].add(site)
+        return found
+
+    return index.memo("DL111.member_readers", compute)
+
+
+def _assigned_kind(index: WorkspaceIndex, cls: ClassKey, attr: str) -> str | None:
+    """The one scalar kind the class's methods assign to ``self.<attr>`` (``self.attn_scale = 0.1``), else None."""
+    kinds = {
+        event.value_kind
+        for owner in index.mro(cls)[0]
+        if (summary := index.class_summary(owner)) is not None
+        for method in summary.methods
+        for event in method.events
+        if event.attr == attr and event.kind == "write"
+    }
+    return next(iter(kinds)) if len(kinds) == 1 and kinds <= set(SCALARS) else None
 
 
 def _holding_sites(

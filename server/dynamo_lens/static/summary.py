@@ -133,6 +133,8 @@ class MethodSummary:
     """Parameters whose default is a literal, with its ``repr``."""
     lookups: frozenset[str] = frozenset()
     """Attributes of ``self`` whose keys it looks up (``key in self.cache``, ``self.cache.get(key)``): caches."""
+    member_reads: tuple[tuple[str, str], ...] = ()
+    """``self.<attr>.<member>`` loads, as (attr, member): what it reads of the objects its attributes hold."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +221,8 @@ class AttrWrite:
     function: str
     """Qualified name of the function it is in (``""`` at module level)."""
     in_loop: bool
+    guarded: bool
+    """Made only under a condition of its function (how often it runs is the program's business)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,6 +128,8 @@ class _FunctionBuilder:
     """Attributes already read since their last change: a repeated read adds nothing to the flow analysis."""
     lookups: set[str] = field(default_factory=set)
     """Attributes whose keys it looks up (``key in self.cache``, ``self.cache.get(key)``)."""
+    member_reads: set[tuple[str, str]] = field(default_factory=set)
+    """``self.<attr>.<member>`` loads: (attr, member)."""
 
 
 @dataclass(slots=True)
@@ -688,6 +690,9 @@ class Walker:
     def _attribute(self, node: ast.Attribute) -> None:
         attr = self._self_attr(node)
         if attr is None:
+            owner = self._self_attr(node.value)
+            if owner is not None and isinstance(node.ctx, ast.Load) and self.function is not None:
+                self.function.member_reads.add((owner, node.attr))
             self.visit(node.value)
         elif isinstance(node.ctx, ast.Load):
             self._event("read", attr, node)
@@ -1076,6 +1081,7 @@ class Walker:
                 annotations=self._annotations(m),
                 defaults=_defaults(m.node),
                 lookups=frozenset(m.lookups),
+                member_reads=tuple(sorted(m.member_reads)),
             )
             for m in builder.methods
         )
@@ -1143,6 +1149,7 @@ class Walker:
                     ctx.span(target),
                     function.qualname if function is not None else "",
                     at.loop_depth > 0,
+                    at.guarded,
                 )
 
     def _freeze_event(self, e: _Event, scope: Scope) -> StateEvent:
