@@ -146,6 +146,12 @@ CASES = (
     Case("DL202_ok_uncompiled_fn.py", 0),
     Case("DL202_ok_tensor_args.py", 1),
     # DL203: ints and floats become dynamic after one recompile, except with dynamic=False, range() bounds, strings
+    # what varies from one iteration to the next: a bool from a step counter, a counter advanced with `+=` in a
+    # `for` loop, a loop over a named list of values; a tensor advanced in place does not
+    Case("DL203_bool_from_counter.py", 2),
+    Case("DL203_counter_advanced_in_for.py", LIMIT, limit_hit=True),
+    Case("DL203_literal_list_loop.py", 2),
+    Case("DL203_ok_tensor_advanced_in_place.py", 1),
     Case("DL203_int_arg_dynamic_false.py", LIMIT, limit_hit=True),
     Case("DL203_range_bound.py", LIMIT, limit_hit=True),
     Case("DL203_str_arg.py", LIMIT, limit_hit=True),

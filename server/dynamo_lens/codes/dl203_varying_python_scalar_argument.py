@@ -1,9 +1,11 @@
 """DL203 · varying-python-scalar-argument
 
 ## What it does
-Flags a call of a compiled callable, inside a loop, with a Python `int`, `float` or `str` argument whose value
-changes from one iteration to the next: the loop counter (`range()`, the index of `enumerate()`), arithmetic on it,
-an f-string built from it.
+Flags a call of a compiled callable, inside a loop, with a Python `int`, `float`, `bool` or `str` argument whose
+value changes from one iteration to the next: the loop counter (`range()`, the index of `enumerate()`), a counter
+that starts as a number and is advanced with `+=` in the loop (`step += 1`), the variable of a loop over a literal
+list of values (or a name bound to one), arithmetic on them, a comparison of them (`step < warmup`), an f-string
+built from them.
 
 ## Why it matters
 Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATCH n == 2`). Measured on torch 2.13
@@ -19,6 +21,7 @@ Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATC
 * an int that decides Python control flow stays specialised: `for _ in range(n)` in the compiled function compiled
   per value (8 + limit, warning); `if n > 5:` added one compile per branch (3 in all).
 * `str` argument: one compile per distinct value, never dynamic (8 + limit, warning).
+* `bool` argument (`warm=step < warmup`): one entry per value whatever `dynamic=` says (2 compiles, `info`).
 * `dynamic=True` at the compile site: 1 compile for int arguments.
 
 ## Example
@@ -36,9 +39,10 @@ Pass the changing value as a tensor (`torch.tensor(i)`), mark the compile site `
 `dynamic=False`), or keep strings and loop bounds that select code paths out of the compiled function.
 
 ## Known limitations
-Only values whose kind is evident from the syntax are followed (loop counters of `range()`/`enumerate()`, numeric
-arithmetic on them, f-strings, `str()`); values from data loaders are not assumed to be scalars. Whether the callee uses
-the argument in `range()` is checked for compiled functions defined in the same file.
+Only values whose kind is evident from the syntax are followed (loop counters, numeric arithmetic and comparisons
+on them, f-strings, `str()`); values from data loaders are not assumed to be scalars, and a name advanced with `+=`
+counts only when it was last bound to a number literal (`pos = torch.tensor([T])` then `pos += 1` is a tensor).
+Whether the callee uses the argument in `range()` is checked for compiled functions defined in the same file.
 
 ## Fix safety
 Adding `dynamic=True` at the compile site is offered as an unsafe fix: it makes every input dynamic, which can slow
@@ -53,6 +57,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import partial
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Edit, Fix, Severity, Span
@@ -66,6 +71,7 @@ from dynamo_lens.static.semantic.usage import (
     local_function,
     loop_scalars,
     scalar_kind,
+    scope_key,
     site_call,
     usage,
 )
@@ -92,7 +98,8 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         loops = table.enclosing_loops(handle_call.at)
         if not loops:
             continue
-        counters = loop_scalars(loops)
+        scope, here = scope_key(handle_call.at.scope), (handle_call.call.lineno, handle_call.call.col_offset)
+        counters = loop_scalars(loops, partial(table.value_of, scope, before=here))
         site = handle_call.handle.site
         dynamic = dict(site.options).get("dynamic")
         params = _parameters(ctx, site, definitions)
@@ -127,7 +134,14 @@ def _candidate(
     text = f"`{ctx.source(argument, 40)}`"
     callee = handle_call.handle.name
     fixes: tuple[Fix, ...] = ()
-    if kind == "str":
+    if kind == "bool":
+        message = (
+            f"{text} passes a bool that changes between iterations to {label} of compiled `{callee}`: torch 2.13 "
+            "guards it by value in every mode (`dynamic=` does not change that), so each value has its own compiled "
+            "entry (2 in all)"
+        )
+        severity = Severity.INFO
+    elif kind == "str":
         message = (
             f"{text} passes a different `str` to {label} of compiled `{callee}` on every iteration: torch 2.13 "
             "guards strings by value and never makes them dynamic, so each value compiles again (8 compiles, then "

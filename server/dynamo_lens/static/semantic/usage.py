@@ -10,7 +10,7 @@ function that also encloses the statement.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 Loop = ast.For | ast.AsyncFor | ast.While
-Kind = Literal["int", "float", "str"]
-CONVERSIONS: dict[str, Kind] = {"int": "int", "float": "float", "str": "str"}
+Kind = Literal["int", "float", "str", "bool"]
+CONVERSIONS: dict[str, Kind] = {"int": "int", "float": "float", "str": "str", "bool": "bool"}
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
 
@@ -404,9 +404,10 @@ def _submodule_iterable(target: ast.expr, iterable: ast.expr, name: str) -> ast.
     return iterable.func.value if isinstance(target, ast.Name) and target.id == name else None
 
 
-def loop_scalars(loops: list[Loop]) -> dict[str, Kind]:
-    """Names that hold a different Python scalar on each iteration: ``range()`` and ``enumerate()`` counters,
-    counters incremented in a ``while`` body."""
+def loop_scalars(loops: list[Loop], literal: Callable[[str], ast.expr | None] | None = None) -> dict[str, Kind]:
+    """Names that hold a different Python scalar on each iteration: ``range()`` and ``enumerate()`` counters, the
+    variable of a loop over a literal list or tuple of numbers or strings (``for lr in (0.1, 0.01)``, or a name that
+    ``literal`` says is bound to one), counters advanced with ``+=`` in the loop body (``step += 1``)."""
     counters: dict[str, Kind] = {}
     for loop in loops:
         if isinstance(loop, ast.For | ast.AsyncFor) and isinstance(loop.iter, ast.Call):
@@ -418,16 +419,44 @@ def loop_scalars(loops: list[Loop]) -> dict[str, Kind]:
                 first = loop.target.elts[0]
                 if isinstance(first, ast.Name):
                     counters[first.id] = "int"
-        elif isinstance(loop, ast.While):
-            for statement in ast.walk(loop):
-                if (
-                    isinstance(statement, ast.AugAssign)
-                    and isinstance(statement.target, ast.Name)
-                    and isinstance(statement.value, ast.Constant)
-                    and type(statement.value.value) in (int, float)
-                ):
-                    counters[statement.target.id] = "float" if isinstance(statement.value.value, float) else "int"
+        elif isinstance(loop, ast.For | ast.AsyncFor) and isinstance(loop.target, ast.Name):
+            values = loop.iter
+            if isinstance(values, ast.Name) and literal is not None:
+                values = literal(values.id) or values
+            kind = _literal_elements(values)
+            if kind is not None:
+                counters[loop.target.id] = kind
+        for statement in ast.walk(loop):
+            if (
+                isinstance(statement, ast.AugAssign)
+                and isinstance(statement.op, ast.Add | ast.Sub)
+                and isinstance(statement.target, ast.Name)
+                and isinstance(statement.value, ast.Constant)
+                and type(statement.value.value) in (int, float)
+                and (isinstance(loop, ast.While) or _starts_as_number(statement.target.id, literal))
+            ):
+                counters[statement.target.id] = "float" if isinstance(statement.value.value, float) else "int"
     return counters
+
+
+def _starts_as_number(name: str, literal: Callable[[str], ast.expr | None] | None) -> bool:
+    """``name`` was last bound to a number literal (``step = 0``) before the loop, not to a tensor that ``+= 1``
+    advances in place (``input_pos = torch.tensor([T])``)."""
+    value = literal(name) if literal is not None else None
+    return isinstance(value, ast.Constant) and type(value.value) in (int, float)
+
+
+def _literal_elements(values: ast.expr) -> Kind | None:
+    """The one kind of the distinct constants of a literal list or tuple (``[0.1, 0.01]`` → float), else None."""
+    if not isinstance(values, ast.List | ast.Tuple) or len(values.elts) < 2:
+        return None
+    if not all(isinstance(e, ast.Constant) for e in values.elts):
+        return None
+    constants = [e.value for e in values.elts if isinstance(e, ast.Constant)]
+    kinds = {type(c) for c in constants}
+    if len(kinds) != 1 or len(set(constants)) < 2:
+        return None
+    return {int: "int", float: "float", str: "str"}.get(kinds.pop())  # type: ignore[return-value]
 
 
 def scalar_kind(expr: ast.expr, counters: dict[str, Kind]) -> Kind | None:
@@ -441,6 +470,11 @@ def scalar_kind(expr: ast.expr, counters: dict[str, Kind]) -> Kind | None:
         return "str" if varying else None
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub | ast.UAdd):
         return scalar_kind(expr.operand, counters)
+    if isinstance(expr, ast.Compare) and not any(isinstance(op, ast.Is | ast.IsNot) for op in expr.ops):
+        operands = (expr.left, *expr.comparators)
+        if any(scalar_kind(o, counters) in ("int", "float") for o in operands):
+            return "bool"  # `step < warmup_steps`: True for a while, then False
+        return None
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ARITHMETIC):
         left, right = _numeric(expr.left, counters), _numeric(expr.right, counters)
         if left is None or right is None or "varying" not in (left[1], right[1]):
