@@ -29,7 +29,8 @@ from dynamo_lens.static.context import (
 )
 from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic import lowering as lowering_limits
-from dynamo_lens.static.semantic.contexts import compiling_test, grad_context
+from dynamo_lens.static.semantic.classes import AUTOGRAD_FUNCTIONS
+from dynamo_lens.static.semantic.contexts import NO_GRAD, compiling_test, grad_context
 from dynamo_lens.static.semantic.lowering import Lowering
 from dynamo_lens.static.semantic.settings import settings_in
 from dynamo_lens.static.semantic.values import kind_of
@@ -498,6 +499,11 @@ class Walker:
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path = scope, builder, 0, 0, ()
         self.guarded, self.grad, self.grad_from = False, "", None
         saved_requires, self.requires = self.requires, ()
+        if in_class and self.cls is not None and node.name in ("forward", "backward"):
+            # autograd runs a Function's forward and backward with grad disabled (`Function.apply`)
+            base = next((b for b in self.cls.node.bases if self.ctx.resolve(b) in AUTOGRAD_FUNCTIONS), None)
+            if base is not None:
+                self.grad, self.grad_from = NO_GRAD, base
         for decorator in node.decorator_list:
             mode = grad_context(self.ctx, decorator)
             if mode is not None:
