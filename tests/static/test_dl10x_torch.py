@@ -55,6 +55,7 @@ CASES = (
     Case("DL101_run_plain_object.py", "DL101", 2, severity="info"),
     Case("DL101_run_helper_object_counter.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_ok_run_write_first.py", "DL101", 1),
+    Case("DL101_ok_run_counter_tensor_set_in_setup.py", "DL101", 1),
     # what a compile site compiles (the semantic layer): each counter is a warning only if the target resolves
     Case("DL101_run_chained_to_eval.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_annotated_assignment.py", "DL101", LIMIT, limit_hit=True, severity="warning"),

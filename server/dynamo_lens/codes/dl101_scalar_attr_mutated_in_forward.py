@@ -134,6 +134,23 @@ def scalar_kind(flow: AttrFlow) -> AttrKind | None:
     return None
 
 
+def _set_elsewhere_to_other(index: WorkspaceIndex, flow: ClassFlow, attr: str) -> bool:
+    """A method of the class that the compiled call does not run assigns the attribute a value not known to be a
+    Python scalar (``self.pos = lengths.clone()`` in a setup method): ``self.pos += 1`` alone does not make it an
+    int."""
+    return any(
+        event.attr == attr
+        and event.kind == "write"
+        and event.detail != "del"
+        and event.value_kind not in (*SCALARS, "none")
+        for owner in index.mro(flow.cls)[0]
+        if (summary := index.class_summary(owner)) is not None
+        for method in summary.methods
+        if method.name != "__init__" and (owner, method.name) not in flow.methods
+        for event in method.events
+    )
+
+
 def judge_workspace(index: WorkspaceIndex) -> list[Finding]:
     return judge_attrs(index, _judge)
 
@@ -142,7 +159,7 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
     if not attr.carried or attr.init is None:
         return  # not carried across calls, or created outside __init__ (DL103)
     kind = scalar_kind(attr)
-    if kind is None:
+    if kind is None or (attr.init_kind in ("none", "unknown") and _set_elsewhere_to_other(index, flow, attr.attr)):
         return
     changes = [a for a in attr.changes if a.event.kind in ("write", "aug")]
     for change in changes:
