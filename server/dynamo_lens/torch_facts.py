@@ -68,6 +68,13 @@ NONZERO = GraphBreak(
     "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
     lifted_by="capture_dynamic_output_shape_ops",
 )
+MASK_INDEX = GraphBreak(
+    "GB0036",
+    "Dynamic shape operator",
+    "keep the shape fixed (`t.masked_fill(~mask, 0)`, `torch.where(mask, t, 0)`, a masked sum), or set "
+    "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
+    lifted_by="capture_dynamic_output_shape_ops",
+)
 DATA_DEPENDENT = GraphBreak(
     "GB0033", "Data dependent operator", "compare as tensors (`(a == b).all()` feeding `torch.where`)"
 )

@@ -126,6 +126,7 @@ CASES = (
     Case("DL301_mixin_thirty_test_classes.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124")),
     Case("DL301_device_context.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0142")),
     Case("DL301_under_instance_flag.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124")),
+    Case("DL301_boolean_mask_index.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036")),
     Case("DL301_ok_outside_compiled.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_is_compiling_return.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_property_setter.py", "DL301", Expect.QUIET, 1),

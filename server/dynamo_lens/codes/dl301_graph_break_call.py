@@ -21,6 +21,7 @@ for it:
 | a `torch.distributed` collective with `async_op=True` | GB0172 "async_op=True for distributed collectives" |
 | `torch.distributed.P2POp(...)` | GB1750 "P2P compilation disabled for P2POp construction" |
 | `with torch.device(...):` | GB0142 "Unsupported context manager" (and the rest of the function runs eagerly) |
+| `t[mask]` read through a boolean tensor (`logits[labels != -100]`) | GB0036 "Dynamic shape operator" |
 
 ## Why it matters
 At a graph break Dynamo ends the graph, runs the call in Python and resumes in a new frame
@@ -101,6 +102,7 @@ from dynamo_lens.torch_facts import (
     ITEM,
     LOGGER,
     LOGGING,
+    MASK_INDEX,
     NONZERO,
     P2P,
     PRINT,
@@ -147,16 +149,32 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     loggers: frozenset[str] | None = None
     for body in function_bodies(ctx):
         calls = body.memoised("DL301-shape", None, partial(_shaped_like_breaks, body))
-        if not calls:
-            continue
-        if loggers is None:
-            loggers = frozenset(set().union(*ctx.per_block("DL301-loggers", partial(_logger_names, ctx))))
+        breaks: list[tuple[ast.expr, ast.AST, GraphBreak]] = list(
+            body.memoised("DL301-masks", None, partial(_mask_reads, ctx, body))
+        )
+        if calls:
+            if loggers is None:
+                loggers = frozenset(set().union(*ctx.per_block("DL301-loggers", partial(_logger_names, ctx))))
+            found_calls = body.memoised(RULE.code, loggers, partial(_breaks, ctx, body, calls, loggers))
+            breaks += [(call, call, found) for call, found in found_calls]
         in_loop = False
-        for call, found in body.memoised(RULE.code, loggers, partial(_breaks, ctx, body, calls, loggers)):
-            if in_loop and id(call) in body.in_loop:
+        for node, key, found in sorted(breaks, key=lambda b: (b[0].lineno, b[0].col_offset)):
+            if in_loop and id(key) in body.in_loop:
                 continue  # Dynamo gave up on the frame at the first break in a loop: this one is never traced
-            in_loop = in_loop or id(call) in body.in_loop
-            yield _candidate(ctx, body, call, found)
+            in_loop = in_loop or id(key) in body.in_loop
+            yield _candidate(ctx, body, node, key, found)
+
+
+def _mask_reads(ctx: FileContext, body: FunctionBody) -> list[tuple[ast.expr, ast.AST, GraphBreak]]:
+    """``t[mask]`` with a boolean tensor ``mask`` (read, not assigned to): the result's size depends on the data,
+    so Dynamo breaks the graph as for ``nonzero`` (measured: GB0036; ``t[mask] = v`` traces)."""
+    found: list[tuple[ast.expr, ast.AST, GraphBreak]] = []
+    for statement, node in body.expressions(lambda line: "[" in line):
+        if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
+            continue
+        if body.tensors(ctx).is_bool_tensor(node.slice):
+            found.append((node, statement, MASK_INDEX))
+    return found
 
 
 def _shaped_like_breaks(body: FunctionBody) -> list[ast.Call]:
@@ -286,26 +304,34 @@ def _logger_names(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]])
     return names
 
 
-def _candidate(ctx: FileContext, body: FunctionBody, call: ast.Call, found: GraphBreak) -> InsideCompiledCandidate:
-    text = ctx.source(call, 60)
+def _candidate(
+    ctx: FileContext, body: FunctionBody, node: ast.expr, key: ast.AST, found: GraphBreak
+) -> InsideCompiledCandidate:
+    """The finding for ``node`` (a call, or a masked read), whose context (loop, condition) is that of ``key``: the
+    call itself, or the statement around the read."""
+    text = ctx.source(node, 60)
     message = f"`{text}` breaks the graph when compiled ({TORCH}: {found.quoted()}); {found.advice}"
-    in_loop = id(call) in body.in_loop
+    in_loop = id(key) in body.in_loop
     if in_loop:
         message += BREAK_IN_LOOP
     return InsideCompiledCandidate(
         code=RULE.code,
-        span=ctx.span(call),
+        span=ctx.span(node),
         function=body.qualname,
         message=message,
         severity=RULE.default_severity,
         data=(("gb_id", found.gb_id), ("call", text), ("in_loop", str(in_loop).lower())),
         only_if_taken=True,
-        guarded=id(call) in body.guarded,
-        requires=body.requires.get(id(call), ()),
+        guarded=id(key) in body.guarded,
+        requires=body.requires.get(id(key), ()),
         # `bool(t)` under capture_scalar_outputs still breaks where the value steers a branch (GB0170, measured)
-        lifted_by="" if isinstance(call.func, ast.Name) and call.func.id == "bool" else found.lifted_by,
+        lifted_by="" if isinstance(node, ast.Call) and _is_bool_call(node) else found.lifted_by,
         lifted_partly=found.lifted_partly,
     )
+
+
+def _is_bool_call(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Name) and call.func.id == "bool"
 
 
 def _reads_settings(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> bool:

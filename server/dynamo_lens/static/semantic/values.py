@@ -34,6 +34,13 @@ TENSOR_METHODS = frozenset(
         "tanh", "to", "transpose", "unsqueeze", "var", "view",
     }
 )  # fmt: skip
+BOOL_RESULTS = frozenset(
+    {
+        "bool", "eq", "ne", "gt", "ge", "lt", "le", "isnan", "isinf", "isfinite", "isclose", "isneginf", "isposinf",
+        "logical_and", "logical_or", "logical_not", "logical_xor", "isin", "signbit",
+    }
+)  # fmt: skip
+"""Tensor methods and ``torch`` functions that return a boolean tensor."""
 # Functions under these torch namespaces return tensors, except the predicates and helpers listed below.
 TENSOR_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.special.", "torch.fft.")
 NOT_TENSOR_FUNCTIONS = frozenset(
@@ -77,6 +84,8 @@ class TensorInference:
         self._names: dict[str, bool] = {}
         """Memo of local names already decided."""
         self._deciding: list[str] = []
+        self._deciding_bool: list[str] = []
+        self._bool_names: dict[str, bool] = {}
 
     def _name_is_tensor(self, name: str) -> bool:
         if name in self.annotated:
@@ -118,6 +127,43 @@ class TensorInference:
 
     def _name_kind(self, name: str) -> ValueKind:
         return "tensor" if self._name_is_tensor(name) else "unknown"
+
+    def is_bool_tensor(self, expr: ast.AST) -> bool:
+        """``expr`` is a boolean tensor: a comparison of tensors (``labels != -100``), ``~``, ``&``, ``|`` of boolean
+        tensors, a predicate method or function (``t.isnan()``, ``torch.isfinite(t)``, ``t.bool()``), a factory
+        called with ``dtype=torch.bool``, or a local name only ever assigned one of those."""
+        if isinstance(expr, ast.Compare):
+            return not any(isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in expr.ops) and (
+                self.is_tensor(expr)
+            )
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
+            return self.is_bool_tensor(expr.operand)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitAnd | ast.BitOr | ast.BitXor):
+            return self.is_bool_tensor(expr.left) and self.is_bool_tensor(expr.right)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            dotted = self.resolve(func)
+            if any(k.arg == "dtype" and self.resolve(k.value) == "torch.bool" for k in expr.keywords):
+                return (dotted is not None and dotted.startswith("torch.")) or (
+                    isinstance(func, ast.Attribute) and self.is_tensor(func.value)
+                )
+            if dotted is not None:
+                return dotted.rpartition(".")[2] in BOOL_RESULTS and dotted.startswith("torch.")
+            return isinstance(func, ast.Attribute) and func.attr in BOOL_RESULTS and self.is_tensor(func.value)
+        if isinstance(expr, ast.Name) and expr.id not in self.annotated and expr.id not in self._deciding_bool:
+            known = self._bool_names.get(expr.id)
+            if known is not None:
+                return known
+            if self._assigned is None:
+                self._assigned = self._collect_assignments()
+            values = [v for v in self._assigned.get(expr.id) or [] if not _mentions(v, expr.id)]
+            self._deciding_bool.append(expr.id)
+            decided = bool(values) and all(self.is_bool_tensor(v) for v in values)
+            self._deciding_bool.pop()
+            if not self._deciding_bool:
+                self._bool_names[expr.id] = decided  # only outermost answers: inner ones assumed a cycle away
+            return decided
+        return False
 
     def is_tensor_condition(self, expr: ast.AST) -> bool:
         """``expr`` used as a branch condition needs the truth value of a tensor."""
