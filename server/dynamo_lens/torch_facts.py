@@ -28,6 +28,8 @@ class GraphBreak:
     """The ``torch._dynamo.config`` flag under which Dynamo traces the call instead (measured: no break)."""
     lifted_partly: str = ""
     """The inputs the flag lifts the break for, when it does not for all (``tolist()``: integer tensors)."""
+    skips_function: bool = False
+    """Dynamo gives up on the function the call is in (measured: nothing compiled for it), wherever the call sits."""
 
     def quoted(self) -> str:
         """``GB0124 "Unsupported Tensor.item() call ..."``, as messages cite it."""
@@ -68,6 +70,14 @@ NONZERO = GraphBreak(
     "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
     lifted_by="capture_dynamic_output_shape_ops",
 )
+RNN = GraphBreak(
+    "GB0014",
+    "Attempted to wrap RNN, GRU, or LSTM",
+    "Dynamo does not trace these modules and runs the whole function eagerly: compile the layers around the "
+    "recurrent module instead, or set `torch._dynamo.config.allow_rnn = True`",
+    lifted_by="allow_rnn",
+    skips_function=True,
+)
 MASK_INDEX = GraphBreak(
     "GB0036",
     "Dynamic shape operator",
@@ -98,6 +108,7 @@ DEVICE_CONTEXT = GraphBreak(
     "Unsupported context manager",
     "pass `device=` to the tensor factories instead of entering `torch.device(...)` in compiled code (the rest of "
     "the function runs eagerly: Dynamo cannot resume inside the `with`)",
+    skips_function=True,
 )
 
 BREAK_IN_LOOP = (

@@ -39,7 +39,8 @@ VERIFIED_CODES = ("DL204", "DL205", "DL301", "DL302")
 # Codes whose severity states the cost: `warning` for an unbounded one (torch hits recompile_limit), `info` for a
 # bounded one (a recompile or two). The static severity must match what torch did.
 COST_GRADED_CODES = ("DL204", "DL205")
-# Codes whose findings say (data["in_loop"]) when a graph break inside a loop makes Dynamo skip the whole function.
+# Codes whose findings say (data["skips_function"]) when a graph break makes Dynamo skip the whole function (a break
+# inside a loop, an RNN module, a `with torch.device(...)`).
 LOOP_AWARE_CODES = ("DL301", "DL302")
 
 
@@ -127,6 +128,7 @@ CASES = (
     Case("DL301_device_context.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0142")),
     Case("DL301_under_instance_flag.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124")),
     Case("DL301_boolean_mask_index.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036")),
+    Case("DL301_recurrent_module.py", "DL301", Expect.GRAPH_BREAK, compiles=0, gb_ids=gb("GB0014")),
     Case("DL301_ok_outside_compiled.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_is_compiling_return.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_property_setter.py", "DL301", Expect.QUIET, 1),
@@ -240,8 +242,8 @@ def test_static_findings_are_where_torch_acts(case: Case, observed: dict[str, Ob
     }[case.expect]
     assert {(f.span.path, f.span.line) for f in findings} == torch_lines
     if case.expect is Expect.GRAPH_BREAK and case.code in LOOP_AWARE_CODES:
-        # The message says when the whole function runs eagerly (a break in a loop); torch compiled nothing then.
-        said_skipped = {f.data.get("in_loop") == "true" for f in findings}
+        # The message says when the whole function runs eagerly; torch compiled nothing for it then.
+        said_skipped = {f.data.get("skips_function") == "true" for f in findings}
         assert said_skipped == {seen.max_compiles == 0}, [f.message for f in findings]
     if case.code in COST_GRADED_CODES and findings:
         expected = Severity.WARNING if seen.limit_hits else Severity.INFO

@@ -21,6 +21,7 @@ for it:
 | a `torch.distributed` collective with `async_op=True` | GB0172 "async_op=True for distributed collectives" |
 | `torch.distributed.P2POp(...)` | GB1750 "P2P compilation disabled for P2POp construction" |
 | `with torch.device(...):` | GB0142 "Unsupported context manager" (and the rest of the function runs eagerly) |
+| `self.rnn(x)` on an `nn.LSTM`, `nn.GRU` or `nn.RNN` | GB0014 "Attempted to wrap RNN, GRU, or LSTM" (runs eagerly) |
 | `t[mask]` read through a boolean tensor (`logits[labels != -100]`) | GB0036 "Dynamic shape operator" |
 
 ## Why it matters
@@ -107,6 +108,7 @@ from dynamo_lens.torch_facts import (
     P2P,
     PRINT,
     REPR,
+    RNN,
     SKIPPED,
     TOLIST,
     TORCH,
@@ -140,6 +142,7 @@ COLLECTIVES = frozenset(
 IMPORTABLE = frozenset(
     {"deepcopy", "nonzero", "equal", "allclose", "where"} | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS}
 )
+RECURRENT_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
 BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr", "P2POp"}) | IMPORTABLE | COLLECTIVES
 ATTRIBUTES = LOGGER_METHODS | {"item", "tolist", "backward", "P2POp", "device"} | IMPORTABLE | COLLECTIVES
 """Last names of the calls that may break: the shape test before any name is resolved."""
@@ -147,11 +150,19 @@ ATTRIBUTES = LOGGER_METHODS | {"item", "tolist", "backward", "P2POp", "device"} 
 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     loggers: frozenset[str] | None = None
+    rnn_attributes: dict[str, frozenset[str]] | None = None
     for body in function_bodies(ctx):
         calls = body.memoised("DL301-shape", None, partial(_shaped_like_breaks, body))
         breaks: list[tuple[ast.expr, ast.AST, GraphBreak]] = list(
             body.memoised("DL301-masks", None, partial(_mask_reads, ctx, body))
         )
+        owner = body.qualname.rpartition(".")[0]
+        recurrent = rnn_attributes.get(owner) if rnn_attributes is not None else None
+        if rnn_attributes is None:
+            rnn_attributes = _rnn_attributes(ctx)
+            recurrent = rnn_attributes.get(owner)
+        if recurrent:
+            breaks += [(call, call, RNN) for call in body.calls if _calls_self_attribute(body, call, recurrent)]
         if calls:
             if loggers is None:
                 loggers = frozenset(set().union(*ctx.per_block("DL301-loggers", partial(_logger_names, ctx))))
@@ -163,6 +174,37 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
                 continue  # Dynamo gave up on the frame at the first break in a loop: this one is never traced
             in_loop = in_loop or id(key) in body.in_loop
             yield _candidate(ctx, body, node, key, found)
+
+
+def _rnn_attributes(ctx: FileContext) -> dict[str, frozenset[str]]:
+    """Class qualified name → its attributes that a method assigns a ``torch.nn`` RNN, GRU or LSTM
+    (``self.rnn = nn.LSTM(...)``)."""
+    found: dict[str, set[str]] = {}
+    for at in ctx.nodes(ast.Assign):
+        node = at.node
+        assert isinstance(node, ast.Assign)
+        function = at.scope.function
+        if function is None or not isinstance(node.value, ast.Call):
+            continue
+        if ctx.resolve(node.value.func) not in RECURRENT_MODULES:
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                found.setdefault(function.qualname.rpartition(".")[0], set()).add(target.attr)
+    return {owner: frozenset(attrs) for owner, attrs in found.items()}
+
+
+def _calls_self_attribute(body: FunctionBody, call: ast.Call, attrs: frozenset[str]) -> bool:
+    """``self.<attr>(...)`` for one of ``attrs``, in a method (``self`` is its first parameter)."""
+    func = call.func
+    positional = [*body.node.args.posonlyargs, *body.node.args.args]
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in attrs
+        and isinstance(func.value, ast.Name)
+        and bool(positional)
+        and func.value.id == positional[0].arg
+    )
 
 
 def _mask_reads(ctx: FileContext, body: FunctionBody) -> list[tuple[ast.expr, ast.AST, GraphBreak]]:
@@ -320,7 +362,12 @@ def _candidate(
         function=body.qualname,
         message=message,
         severity=RULE.default_severity,
-        data=(("gb_id", found.gb_id), ("call", text), ("in_loop", str(in_loop).lower())),
+        data=(
+            ("gb_id", found.gb_id),
+            ("call", text),
+            ("in_loop", str(in_loop).lower()),
+            ("skips_function", str(in_loop or found.skips_function).lower()),
+        ),
         only_if_taken=True,
         guarded=id(key) in body.guarded,
         requires=body.requires.get(id(key), ()),

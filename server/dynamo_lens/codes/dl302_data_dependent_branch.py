@@ -87,7 +87,12 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
                     f"({TORCH}: {BRANCH.quoted()}); {BRANCH.advice}" + (BREAK_IN_LOOP if in_loop else "")
                 ),
                 severity=RULE.default_severity,
-                data=(("gb_id", BRANCH.gb_id), ("condition", text), ("in_loop", str(in_loop).lower())),
+                data=(
+                    ("gb_id", BRANCH.gb_id),
+                    ("condition", text),
+                    ("in_loop", str(in_loop).lower()),
+                    ("skips_function", str(in_loop).lower()),
+                ),
                 only_if_taken=True,
                 guarded=id(statement) in body.guarded,
                 requires=body.requires.get(id(statement), ()),
