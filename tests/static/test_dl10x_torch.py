@@ -84,6 +84,7 @@ CASES = (
     Case("DL102_ok_run_prepopulated.py", "DL102", 1),
     Case("DL102_run_lookup_cache.py", "DL102", 2, severity="info"),
     Case("DL102_run_by_name.py", "DL102", LIMIT, limit_hit=True, severity="warning"),
+    Case("DL103_ok_run_hasattr_guarded_write.py", "DL103", 1),
     Case("DL103_run_hasattr.py", "DL103", 2, severity="info"),
     Case("DL103_run_getattr_counter.py", "DL103", LIMIT, limit_hit=True, severity="warning"),
     Case("DL103_ok_run_write_only.py", "DL103", 1),

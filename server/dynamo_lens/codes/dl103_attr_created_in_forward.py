@@ -50,6 +50,7 @@ from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity
+from dynamo_lens.static.context import HASATTR, SELF_FLAG
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.state_flow import AttrFlow, ClassFlow, closure, keep_loudest, sites_of, stateful_flows
 
@@ -99,7 +100,12 @@ def _defined_outside(index: WorkspaceIndex, flow: ClassFlow, name: str) -> bool:
 def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Finding | None:
     if attr.init is not None:
         return None
-    writes = [a for a in attr.accesses if a.event.kind in ("write", "aug") and a.event.detail != "del"]
+    exists = (f"{SELF_FLAG}{attr.attr}", HASATTR, True)
+    writes = [
+        a
+        for a in attr.accesses
+        if a.event.kind in ("write", "aug") and a.event.detail != "del" and exists not in a.event.requires
+    ]  # a write under `if hasattr(self, "x")` never creates `x`
     reads = attr.carried_reads
     if not writes or not reads or _defined_outside(index, flow, attr.attr):
         return None

@@ -25,6 +25,8 @@ RESETS = frozenset({"torch._dynamo.reset", "torch.compiler.reset", "torch._dynam
 SELF_FLAG = "self."
 """Prefix of a requirement on an attribute of the method's own instance (``("self.cache_labels", "truth", True)``
 for a statement under ``if self.cache_labels:``), next to those on parameters (``NodeAt.requires``)."""
+HASATTR = "hasattr"
+"""The kind of a requirement that ``hasattr(self, "<name>")`` holds (``("self.<name>", "hasattr", True)``)."""
 IS_COMPILING = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling"})
 DISABLE_DECORATORS = frozenset(
     {"torch.compiler.disable", "torch._dynamo.disable", "torch._dynamo.eval_frame.disable", "torch.jit.ignore"}

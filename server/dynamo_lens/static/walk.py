@@ -18,6 +18,7 @@ from dynamo_lens.model import Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import (
     DISABLE_DECORATORS,
+    HASATTR,
     PARTIAL,
     RESETS,
     SELF_FLAG,
@@ -575,6 +576,9 @@ class Walker:
         found: tuple[str, str, bool] | None = None
         if isinstance(test, ast.Name | ast.Attribute):
             found = (self._tested(test), "truth", True)
+        elif _hasattr_self(test, function.self_name if function is not None else None):
+            assert isinstance(test, ast.Call) and isinstance(test.args[1], ast.Constant)
+            found = (SELF_FLAG + str(test.args[1].value), HASATTR, True)
         elif (
             isinstance(test, ast.Compare)
             and isinstance(test.left, ast.Name | ast.Attribute)
@@ -590,6 +594,13 @@ class Walker:
             return None
         return (found[0], found[1], found[2] != negated)
 
+    def _conjunct_tests(self, test: ast.expr) -> tuple[tuple[str, str, bool], ...]:
+        """The parameter tests of an ``and`` whose every operand is one (all must hold for its body to run)."""
+        if not isinstance(test, ast.BoolOp) or not isinstance(test.op, ast.And):
+            return ()
+        tests = [self._parameter_test(value) for value in test.values]
+        return tuple(t for t in tests if t is not None) if all(t is not None for t in tests) else ()
+
     def _tested(self, node: ast.Name | ast.Attribute) -> str:
         """What a test names: a parameter (``normalize``), ``self.<attr>`` for an attribute of the method's instance
         (``self.cache_labels``), ``""`` otherwise."""
@@ -602,7 +613,14 @@ class Walker:
         self.visit(node.test)
         compiling = compiling_test(node.test, self.ctx)
         test = self._parameter_test(node.test)
-        if compiling is None and test is None:
+        conjuncts = self._conjunct_tests(node.test) if test is None and compiling is None else ()
+        if conjuncts:  # `if hasattr(self, "x") and not self.x:` the body needs each; the else arm, not all
+            saved = self.requires
+            self.requires = (*saved, *conjuncts)
+            self._branch([node.body])
+            self.requires = saved
+            self._branch([node.orelse])
+        elif compiling is None and test is None:
             self._branch([node.body, node.orelse])
         elif compiling is None:
             assert test is not None
@@ -1257,6 +1275,21 @@ def _annotated_names(annotation: ast.expr | None) -> list[ast.expr]:
             return _annotated_names(annotation.slice)
         return []
     return [annotation] if isinstance(annotation, ast.Name | ast.Attribute) else []
+
+
+def _hasattr_self(test: ast.expr, self_name: str | None) -> bool:
+    """``hasattr(self, "name")`` in a method."""
+    return (
+        self_name is not None
+        and isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "hasattr"
+        and len(test.args) == 2
+        and isinstance(test.args[0], ast.Name)
+        and test.args[0].id == self_name
+        and isinstance(test.args[1], ast.Constant)
+        and isinstance(test.args[1].value, str)
+    )
 
 
 def _mode_switched(call: ast.Call) -> str | None:

@@ -10,7 +10,7 @@ helper's result), so the checks that report it say so at hint level.
 from __future__ import annotations
 
 from dynamo_lens.static import exprs
-from dynamo_lens.static.context import SELF_FLAG
+from dynamo_lens.static.context import HASATTR, SELF_FLAG
 from dynamo_lens.static.semantic.evaluate import ClassValue
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.summary import CallSite, MethodSummary
@@ -28,7 +28,7 @@ def undecided_flag(index: WorkspaceIndex, cls: ClassKey, requires: tuple[tuple[s
     """:data:`UNDECIDED` filled in for the first ``self.<flag>`` requirement of ``requires`` that no value known for
     instances of ``cls`` meets, or None when each can hold (or is not a configuration flag)."""
     for name, kind, expected in requires:
-        if not name.startswith(SELF_FLAG):
+        if not name.startswith(SELF_FLAG) or kind == HASATTR:
             continue
         flag = name.removeprefix(SELF_FLAG)
         values = flag_values(index, cls, flag)
