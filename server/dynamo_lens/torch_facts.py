@@ -70,6 +70,17 @@ NONZERO = GraphBreak(
     "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
     lifted_by="capture_dynamic_output_shape_ops",
 )
+IS_INFERENCE = GraphBreak(
+    "GB0045",
+    "Encountered tensor.is_inference() during tracing",
+    "decide it outside the compiled code and pass the answer in (Dynamo cannot trace this test)",
+)
+AUTOGRAD_GRAD = GraphBreak(
+    "GB9186",
+    "using `torch.autograd.grad` with `torch._dynamo.config.trace_autograd_ops=False`",
+    "take the gradient outside the compiled code, or set `torch._dynamo.config.trace_autograd_ops = True`",
+    lifted_by="trace_autograd_ops",
+)
 RNN = GraphBreak(
     "GB0014",
     "Attempted to wrap RNN, GRU, or LSTM",

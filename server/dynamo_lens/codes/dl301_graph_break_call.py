@@ -18,6 +18,8 @@ for it:
 | `torch.equal(a, b)`, `torch.allclose(a, b)` | GB0033 "Data dependent operator" |
 | `repr(t)` | GB0569 "repr() on tensor" |
 | `loss.backward()` | GB0123 "Unsupported Tensor.backward() call" |
+| `torch.autograd.grad(...)` | GB9186 (unless `trace_autograd_ops = True`) |
+| `t.is_inference()`, `torch.is_inference(t)` | GB0045 "Encountered tensor.is_inference() during tracing" |
 | a `torch.distributed` collective with `async_op=True` | GB0172 "async_op=True for distributed collectives" |
 | `torch.distributed.P2POp(...)` | GB1750 "P2P compilation disabled for P2POp construction" |
 | `with torch.device(...):` | GB0142 "Unsupported context manager" (and the rest of the function runs eagerly) |
@@ -95,11 +97,13 @@ from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.torch_facts import (
     ASYNC_COLLECTIVE,
+    AUTOGRAD_GRAD,
     BACKWARD,
     BREAK_IN_LOOP,
     DATA_DEPENDENT,
     DEEPCOPY,
     DEVICE_CONTEXT,
+    IS_INFERENCE,
     ITEM,
     LOGGER,
     LOGGING,
@@ -140,7 +144,8 @@ COLLECTIVES = frozenset(
 )  # fmt: skip
 """``torch.distributed`` functions that take ``async_op``."""
 IMPORTABLE = frozenset(
-    {"deepcopy", "nonzero", "equal", "allclose", "where"} | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS}
+    {"deepcopy", "nonzero", "equal", "allclose", "where", "grad", "is_inference"}
+    | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS}
 )
 RECURRENT_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
 BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr", "P2POp"}) | IMPORTABLE | COLLECTIVES
@@ -275,6 +280,8 @@ def _classify(
             return NONZERO
         if method == "backward" and not call.args:
             return BACKWARD
+        if method == "is_inference" and not call.args and not call.keywords:
+            return IS_INFERENCE
         if method in LOGGER_METHODS and _is_logger(func.value, ctx, loggers):
             return LOGGER
         return None
@@ -294,6 +301,10 @@ def _classify(
         return ASYNC_COLLECTIVE
     if dotted == "torch.distributed.P2POp":
         return P2P
+    if dotted == "torch.is_inference":
+        return IS_INFERENCE
+    if dotted == "torch.autograd.grad":
+        return AUTOGRAD_GRAD
     if dotted == "torch.nonzero" or (dotted == "torch.where" and len(call.args) == 1 and not call.keywords):
         return NONZERO  # `torch.where(mask)` is `nonzero(as_tuple=True)`: a data-dependent output size
     if dotted in DATA_DEPENDENT_FUNCTIONS:
