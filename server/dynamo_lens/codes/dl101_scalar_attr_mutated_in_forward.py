@@ -98,6 +98,7 @@ from dynamo_lens.static.semantic.state_flow import (
     judge_attrs,
     read_related,
     sites_of,
+    written_kinds,
 )
 from dynamo_lens.static.summary import AttrKind, CompileSite
 
@@ -138,17 +139,10 @@ def _set_elsewhere_to_other(index: WorkspaceIndex, flow: ClassFlow, attr: str) -
     """A method of the class that the compiled call does not run assigns the attribute a value not known to be a
     Python scalar (``self.pos = lengths.clone()`` in a setup method): ``self.pos += 1`` alone does not make it an
     int."""
-    return any(
-        event.attr == attr
-        and event.kind == "write"
-        and event.detail != "del"
-        and event.value_kind not in (*SCALARS, "none")
-        for owner in index.mro(flow.cls)[0]
-        if (summary := index.class_summary(owner)) is not None
-        for method in summary.methods
-        if method.name != "__init__" and (owner, method.name) not in flow.methods
-        for event in method.events
+    outside = written_kinds(
+        index, flow.cls, attr, lambda owner, name: name == "__init__" or (owner, name) in flow.methods
     )
+    return not outside <= {*SCALARS, "none"}
 
 
 def judge_workspace(index: WorkspaceIndex) -> list[Finding]:

@@ -71,6 +71,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity, Span
@@ -79,7 +80,7 @@ from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.evaluate import Instance, MethodValue, Value
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.program import callers_of, calls, compiled_callees
-from dynamo_lens.static.semantic.state_flow import closure
+from dynamo_lens.static.semantic.state_flow import closure, written_kinds
 from dynamo_lens.static.semantic.usage import (
     compiled_code_reads,
     loop_scalars,
@@ -277,9 +278,19 @@ def _setter_changes(index: WorkspaceIndex) -> Iterator[StateChange]:
     readers = _member_readers(index)
     if not readers:
         return
+    # only calls spelled like a method of a class compiled code reads through are evaluated (most calls are not)
+    names = {
+        method.name
+        for cls, _ in readers
+        for owner in index.mro(cls)[0]
+        if (owner_summary := index.class_summary(owner)) is not None
+        for method in owner_summary.methods
+    }
     seen: set[tuple[ClassKey, str]] = set()
     for summary in index.summaries:
         for placed in calls(summary):
+            if placed.call.name not in names:
+                continue
             if placed.function and index.sites_for_scope(placed.path, placed.function):
                 continue  # compiled code makes the call: the DL10x checks follow it
             for value in index.evaluator.evaluate(placed.call.func, placed.path):
@@ -303,7 +314,7 @@ def _setter_changes(index: WorkspaceIndex) -> Iterator[StateChange]:
                         attr,
                         kind,
                         earlier[1] and not call.guarded,
-                        min(sites, key=lambda s: (s.span.path, s.span.line, s.span.column)),
+                        min(sites, key=attrgetter("order")),
                         earlier[0],
                         setter=value.name,
                         read=at,
@@ -341,14 +352,7 @@ def _member_readers(index: WorkspaceIndex) -> Readers:
 
 def _assigned_kind(index: WorkspaceIndex, cls: ClassKey, attr: str) -> str | None:
     """The one scalar kind the class's methods assign to ``self.<attr>`` (``self.attn_scale = 0.1``), else None."""
-    kinds = {
-        event.value_kind
-        for owner in index.mro(cls)[0]
-        if (summary := index.class_summary(owner)) is not None
-        for method in summary.methods
-        for event in method.events
-        if event.attr == attr and event.kind == "write"
-    }
+    kinds = written_kinds(index, cls, attr)
     return next(iter(kinds)) if len(kinds) == 1 and kinds <= set(SCALARS) else None
 
 
@@ -362,7 +366,7 @@ def _holding_sites(
         for site in holders.get(value, ())
         if index.files.together(path, site.span.path)
     }
-    return tuple(sorted(sites, key=lambda s: (s.span.path, s.span.line, s.span.column)))
+    return tuple(sorted(sites, key=attrgetter("order")))
 
 
 def _ran_before(

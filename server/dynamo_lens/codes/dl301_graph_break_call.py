@@ -161,11 +161,12 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
         breaks: list[tuple[ast.expr, ast.AST, GraphBreak]] = list(
             body.memoised("DL301-masks", None, partial(_mask_reads, ctx, body))
         )
-        owner = body.qualname.rpartition(".")[0]
-        recurrent = rnn_attributes.get(owner) if rnn_attributes is not None else None
         if rnn_attributes is None:
-            rnn_attributes = _rnn_attributes(ctx)
-            recurrent = rnn_attributes.get(owner)
+            rnn_attributes = {}
+            for found_in_block in ctx.per_block("DL301-rnn", partial(_rnn_attributes, ctx)):
+                for owner, attrs in found_in_block.items():
+                    rnn_attributes[owner] = rnn_attributes.get(owner, frozenset()) | attrs
+        recurrent = rnn_attributes.get(body.qualname.rpartition(".")[0])
         if recurrent:
             breaks += [(call, call, RNN) for call in body.calls if _calls_self_attribute(body, call, recurrent)]
         if calls:
@@ -181,11 +182,11 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
             yield _candidate(ctx, body, node, key, found)
 
 
-def _rnn_attributes(ctx: FileContext) -> dict[str, frozenset[str]]:
-    """Class qualified name → its attributes that a method assigns a ``torch.nn`` RNN, GRU or LSTM
+def _rnn_attributes(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> dict[str, frozenset[str]]:
+    """Class qualified name → its attributes that a method of one block assigns a ``torch.nn`` RNN, GRU or LSTM
     (``self.rnn = nn.LSTM(...)``)."""
     found: dict[str, set[str]] = {}
-    for at in ctx.nodes(ast.Assign):
+    for at in nodes.get(ast.Assign, ()):
         node = at.node
         assert isinstance(node, ast.Assign)
         function = at.scope.function

@@ -281,6 +281,11 @@ class CompileSite:
     """Those of ``names`` that are module-level names (the site is at module level, or its function declares them
     ``global``): other functions and files see them."""
 
+    @property
+    def order(self) -> tuple[str, int, int]:
+        """Where it stands in the workspace (path, line, column): how sites are listed and which one is shown first."""
+        return (self.span.path, self.span.line, self.span.column)
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:

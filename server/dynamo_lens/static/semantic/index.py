@@ -16,6 +16,7 @@ flagged code; unreached code gets a hint.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from dynamo_lens.codes import Rule
@@ -171,7 +172,7 @@ class WorkspaceIndex:
         """A finding of ``rule``: ``severity`` (default: the rule's) when reached by a compile site, else a hint.
         ``where``: the function or method the flagged code is in (by default the one around ``span``, for the call
         path from each site)."""
-        shown = sorted(set(sites), key=lambda s: (s.span.path, s.span.line, s.span.column))
+        shown = sorted(set(sites), key=attrgetter("order"))
         if where is None and shown:
             where = self._node_at(span)
         compiled = tuple(Related(site.span, self._compiled_here(site, where)) for site in shown[:MAX_SITES_SHOWN])

@@ -13,6 +13,7 @@ finding shows ("compiled here → ``GPT.forward`` → ``Block.forward``").
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from operator import attrgetter
 from typing import Literal
 
 from dynamo_lens.static import exprs
@@ -373,4 +374,4 @@ def label(node: Node) -> str:
 def _sorted(sites: Iterable[CompileSite] | None) -> tuple[CompileSite, ...]:
     if not sites:
         return _NO_SITES
-    return tuple(sorted(sites, key=lambda s: (s.span.path, s.span.line, s.span.column)))
+    return tuple(sorted(sites, key=attrgetter("order")))

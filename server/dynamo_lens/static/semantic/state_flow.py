@@ -267,6 +267,22 @@ def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | No
 # -- helpers the DL10x checks share ---------------------------------------------------------------------------
 
 
+def written_kinds(
+    index: WorkspaceIndex, cls: ClassKey, attr: str, skip: Callable[[ClassKey, str], bool] | None = None
+) -> set[AttrKind]:
+    """The kinds of value the methods along ``cls``'s MRO assign to ``self.<attr>`` (``del`` aside), leaving out
+    the methods ``skip(owner, name)`` names."""
+    return {
+        event.value_kind
+        for owner in index.mro(cls)[0]
+        if (summary := index.class_summary(owner)) is not None
+        for method in summary.methods
+        if skip is None or not skip(owner, method.name)
+        for event in method.events
+        if event.attr == attr and event.kind == "write" and event.detail != "del"
+    }
+
+
 def sites_of(index: WorkspaceIndex, accesses: Iterable[Access]) -> set[CompileSite]:
     """Compile sites that reach the methods containing ``accesses``."""
     sites: set[CompileSite] = set()

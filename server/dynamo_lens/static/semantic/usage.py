@@ -456,7 +456,10 @@ def _literal_elements(values: ast.expr) -> Kind | None:
     kinds = {type(c) for c in constants}
     if len(kinds) != 1 or len(set(constants)) < 2:
         return None
-    return {int: "int", float: "float", str: "str"}.get(kinds.pop())  # type: ignore[return-value]
+    return _CONSTANT_KINDS.get(kinds.pop())
+
+
+_CONSTANT_KINDS: dict[type, Kind] = {int: "int", float: "float", str: "str"}
 
 
 def scalar_kind(expr: ast.expr, counters: dict[str, Kind]) -> Kind | None:
