@@ -95,6 +95,7 @@ CASES = (
     # a helper object that is not a module, called from the compiled forward: traced and guarded like a module
     Case("DL105_run_helper_lazy_list.py", "DL105", 2, severity="info"),
     Case("DL105_ok_run_list_written_first.py", "DL105", 1),
+    Case("DL105_ok_run_filled_by_reset_parameters.py", "DL105", 1),
     Case("DL106_run_linear.py", "DL106", 1, severity="warning", graph_break="GB0264"),
     Case("DL106_ok_run_activation.py", "DL106", 1),
 )

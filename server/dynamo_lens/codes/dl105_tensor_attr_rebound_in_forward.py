@@ -76,8 +76,10 @@ from dynamo_lens.static.semantic.state_flow import (
     init_related,
     judge_attrs,
     read_related,
+    set_at_construction,
     sites_of,
 )
+from dynamo_lens.static.summary import CompileSite
 
 RULE = Rule(
     code="DL105",
@@ -104,6 +106,8 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
     writes = [a for a in attr.changes if a.event.kind == "write" and a.event.detail != "del"]
     if not writes:
         return
+    if attr.init_kind == "none" and set_at_construction(index, flow.cls, attr.attr):
+        return  # `self.cache = None`, then `self.reset_parameters()` fills it: the first call never sees None
     name = f"self.{attr.attr}"
     kinds = {a.event.value_kind for a in writes}
     if attr.init_kind == "none" and kinds & {"list", "tuple"} and _built_lazily(attr.attr, writes):
@@ -117,7 +121,7 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
             "recompiles once (torch 2.13); later calls reuse that entry while the contents keep their length and "
             "shapes"
         )
-        yield _finding(index, flow, attr, access, message)
+        yield _finding(index, flow, attr, access, message, starts_none=True)
     elif attr.init_kind == "none" and "tensor" in kinds and kinds <= {"tensor", "unknown", "none"}:
         if not [a for a in attr.carried_reads if a.event.kind == "read"]:
             return
@@ -129,7 +133,7 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
                 f"reads: the first call guards `{name} is None` (NONE_MATCH), so the second call recompiles once "
                 "(torch 2.13); later calls with the same shape and dtype reuse that entry"
             )
-            yield _finding(index, flow, attr, access, message)
+            yield _finding(index, flow, attr, access, message, starts_none=True)
     elif attr.init_kind in _TENSOR_KINDS:
         for access in writes:
             event = access.event
@@ -154,16 +158,28 @@ def _built_lazily(attr: str, writes: list[Access]) -> bool:
     )
 
 
+def _may_start_none(index: WorkspaceIndex, site: CompileSite, flow: ClassFlow, attr: str) -> bool:
+    """The site compiles an instance that may reach its first call with ``self.<attr>`` still ``None``: not only
+    subclasses whose construction fills it (or an instance the scan cannot tell)."""
+    classes = [c for c in index.compiled_classes(site) if flow.cls in index.mro(c)[0]]
+    return not classes or any(not set_at_construction(index, c, attr) for c in classes)
+
+
 def _place(flow: ClassFlow, method: str) -> str:
     return f"`{method}`" + (f" (called from `{flow.entry}`)" if method != flow.entry else "")
 
 
-def _finding(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow, access: Access, message: str) -> Finding:
+def _finding(
+    index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow, access: Access, message: str, starts_none: bool = False
+) -> Finding:
+    sites = sites_of(index, [access, *attr.carried_reads])
+    if starts_none:
+        sites = {site for site in sites if _may_start_none(index, site, flow, attr.attr)}
     return index.finding(
         RULE,
         access.event.span,
         message,
-        sites_of(index, [access, *attr.carried_reads]),
+        sites,
         related=(*init_related(attr), *read_related(attr, access.event.span)),
         data={"attribute": attr.attr, "class": flow.cls[1]},
     )

@@ -280,6 +280,10 @@ class CompileSite:
     module_names: tuple[str, ...] = ()
     """Those of ``names`` that are module-level names (the site is at module level, or its function declares them
     ``global``): other functions and files see them."""
+    published: bool = False
+    """Made in a function that stores the compiled callable where every caller finds it (a name it declares
+    ``global``, ``mod.f = torch.compile(mod.f)`` on an imported module): only the program that runs that function
+    calls compiled code (``litgpt``'s generate scripts each compile the shared ``next_token`` in their own ``main``)."""
 
     @property
     def order(self) -> tuple[str, int, int]:

@@ -131,7 +131,8 @@ class _Finder:
             keywords = [*func.keywords, *keywords]
         assigned = ctx.assigned_names.get(id(call), ())
         names = tuple(dict.fromkeys((*assigned, *self._own_names(compiled, at))))
-        module_names = names if at.scope.function is None else tuple(n for n in names if self.lowering.is_global(n, at))
+        in_function = at.scope.function is not None
+        module_names = tuple(n for n in names if self.lowering.is_global(n, at)) if in_function else names
         return CompileSite(
             span=ctx.span(call),
             form=form,
@@ -143,6 +144,7 @@ class _Finder:
             assigned=assigned,
             options=self._options(keywords),
             in_loop=at.loop_depth > 0,
+            published=in_function and (bool(module_names) or self._stored_in_module(call, compiled)),
         )
 
     def _is_module_compile(self, call: ast.Call) -> bool:
@@ -154,6 +156,22 @@ class _Finder:
             return False
         receiver = self.ctx.ref(func.value)
         return receiver is None or receiver.is_local  # an imported module's compile() is something else
+
+    def _stored_in_module(self, call: ast.Call, compiled: ast.expr) -> bool:
+        """``mod.f = torch.compile(mod.f)`` with ``mod`` an imported module (or anything imported): the compiled
+        callable replaces what every other user of ``mod.f`` calls."""
+        if not isinstance(compiled, ast.Attribute):
+            return False
+        for statement in self.ctx.attribute_bindings.get(compiled.attr, ()):
+            node = statement.node
+            if not isinstance(node, ast.Assign) or node.value is not call:
+                continue
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                    ref = self.ctx.ref(target.value)
+                    if ref is not None and not ref.is_local:
+                        return True
+        return False
 
     def _own_names(self, compiled: ast.AST, at: NodeAt) -> tuple[str, ...]:
         """The plain name that holds the compiled thing's state: ``model`` in ``torch.compile(model)`` or

@@ -173,15 +173,22 @@ them, which outlive an evaluator (hashing the trees themselves dominated the lin
 
 
 class Evaluator:
-    def __init__(self, files: Files, classes: Hierarchy) -> None:
+    """``program``, when given, is the set of functions and methods (``(path, qualname)``, ``(path, "")`` for a
+    file's module level) that one program runs: a parameter then holds only what callers in there pass (a
+    constructor's parameters still take every caller's: objects are built wherever configuration says)."""
+
+    def __init__(self, files: Files, classes: Hierarchy, program: frozenset[tuple[str, str]] | None = None) -> None:
         self.files = files
         self.classes = classes
+        self.program = program
         self._memo: dict[_Key, Values] = {}
         self._active: set[object] = set()
         self._depth = 0
         self._steps = 0
         self._self_envs: dict[ClassKey, Env] = {}
         self._callers: dict[str, list[tuple[CallSite, str]]] | None = None
+        self._call_scopes: dict[int, str] = {}
+        """id(call) → the qualname of the function or method it is made in (``""`` at module level)."""
         self._attributes: dict[tuple[ClassKey, str], Values] = {}
         self._params: dict[tuple[str, str, str], Values] = {}
 
@@ -311,7 +318,8 @@ class Evaluator:
         if self._callers is None:
             index: dict[str, list[tuple[CallSite, str]]] = {}
             for summary in sorted(self.files.summaries, key=lambda s: s.path):
-                for call in _calls_of(summary):
+                for scope, call in _calls_of(summary):
+                    self._call_scopes[id(call)] = scope
                     index.setdefault(call.name, []).append((call, summary.path))
                     if isinstance(call.func, exprs.Global) and call.name:
                         index.setdefault("", []).append((call, summary.path))
@@ -598,7 +606,10 @@ class Evaluator:
         else:
             target, spelled = FunctionValue((path, function)), last
         found: set[Value] = set()
-        for call, at in itertools.islice(self.callers(spelled, path), MAX_CALLERS):
+        callers = self.callers(spelled, path)
+        if self.program is not None and last != "__init__":
+            callers = (c for c in callers if self._in_program(c))
+        for call, at in itertools.islice(callers, MAX_CALLERS):
             keyword = next((value for key, value in call.keywords if key == name), None)
             positional = [call.args[i] for i in (index, index - 1) if 0 <= i < len(call.args)]
             if all(exprs.is_trivial(a) for a in (*positional, keyword) if a is not None):
@@ -612,6 +623,18 @@ class Evaluator:
             if argument is not None and not exprs.is_trivial(argument):
                 found |= self.evaluate(argument, at)
         return found
+
+    def _in_program(self, caller: tuple[CallSite, str]) -> bool:
+        """The call is made by code of :attr:`program` (or by a function nested in such code)."""
+        assert self.program is not None
+        call, path = caller
+        scope = self._call_scopes.get(id(call), "")
+        while True:
+            if (path, scope) in self.program:
+                return True
+            if not scope:
+                return False
+            scope = scope.rpartition(".")[0]
 
     def _offset(self, callees: Values, target: Value, method: MethodSummary | None) -> int | None:
         """How many leading parameters a call of one of ``callees`` fills before its arguments, if it calls
@@ -723,13 +746,14 @@ def _capped(values: Iterable[Value]) -> Values:
     return frozenset(sorted(found, key=repr)[:MAX_VALUES]) | UNKNOWN_VALUES
 
 
-def _calls_of(summary: object) -> Iterable[CallSite]:
+def _calls_of(summary: object) -> Iterable[tuple[str, CallSite]]:
+    """Every call of a file, with the qualname of the function or method that makes it (``""``: module level)."""
     from dynamo_lens.static.summary import FileSummary
 
     assert isinstance(summary, FileSummary)
-    yield from summary.calls
+    yield from (("", call) for call in summary.calls)
     for function in summary.functions:
-        yield from function.calls
+        yield from ((function.qualname, call) for call in function.calls)
     for cls in summary.classes:
         for method in cls.methods:
-            yield from method.calls
+            yield from ((f"{cls.qualname}.{method.name}", call) for call in method.calls)

@@ -55,7 +55,9 @@ class Reach:
         self._bindings: dict[tuple[str, str, str], CompileSite] = {}
         self._parents: dict[CompileSite, dict[Node, Node | None]] = {}
         self._entries: dict[CompileSite, list[_State]] = {}
-        self._successors: dict[_State, list[tuple[_State, bool]]] = {}
+        self._successors: dict[tuple[Evaluator, _State], list[tuple[_State, bool]]] = {}
+        self._site_evaluators: dict[CompileSite, Evaluator] = {}
+        self._programs: dict[tuple[str, str], Evaluator] = {}
         self._always: dict[CompileSite, set[Node]] = {}
         self._state_holders: dict[Value, list[CompileSite]] | None = None
         self._call_holders: dict[Value, list[CompileSite]] | None = None
@@ -64,7 +66,7 @@ class Reach:
     # -- queries -------------------------------------------------------------------------------------------------
     def site_values(self, site: CompileSite) -> Values:
         """What the site's target can be."""
-        return self.evaluator.evaluate(site.target, site.span.path)
+        return self._site_evaluators.get(site, self.evaluator).evaluate(site.target, site.span.path)
 
     def compiled_entries(self, site: CompileSite) -> list[Node]:
         """Where compiled code starts: ``("method", class, name)`` (the method ``name`` of an instance of ``class``,
@@ -221,6 +223,8 @@ class Reach:
                 self._bindings.setdefault((path, site.scope, name), site)
             for name in site.module_names:
                 self._bindings.setdefault((path, "", name), site)
+            evaluator = self._program_evaluator(site) if site.published else self.evaluator
+            self._site_evaluators[site] = evaluator
             values = self.site_values(site)
             if site.form == "method":
                 values = frozenset(v for v in values if not self._own_compile(v))
@@ -228,16 +232,7 @@ class Reach:
             parents: dict[Node, Node | None] = {}
             self._parents[site] = parents
             always = self._always[site] = set()
-            pending: list[tuple[_State, Node | None, bool]] = [(state, None, True) for state in entries]
-            seen: set[tuple[_State, bool]] = set()
-            while pending:
-                state, parent, unguarded = pending.pop(0)
-                if (state, unguarded) in seen or (state, True) in seen:
-                    continue
-                seen.add((state, unguarded))
-                node = self._visit(state)
-                if node is None:
-                    continue
+            for state, node, parent, unguarded in self._walk(entries, evaluator):
                 parents.setdefault(node, parent)
                 if unguarded:
                     always.add(node)
@@ -247,9 +242,53 @@ class Reach:
                         self._class_sites.setdefault(state[1], set()).add(site)
                 else:
                     self._function_sites.setdefault(node[1], set()).add(site)
-                pending.extend(
-                    (successor, node, unguarded and not guarded) for successor, guarded in self._successors_of(state)
-                )
+
+    def _walk(
+        self, entries: Iterable[_State], evaluator: Evaluator
+    ) -> Iterator[tuple[_State, Node, Node | None, bool]]:
+        """Every state reached from ``entries`` (breadth first), with the node it runs, the node it was reached from
+        and whether every call on the way is made unconditionally."""
+        pending: list[tuple[_State, Node | None, bool]] = [(state, None, True) for state in entries]
+        seen: set[tuple[_State, bool]] = set()
+        while pending:
+            state, parent, unguarded = pending.pop(0)
+            if (state, unguarded) in seen or (state, True) in seen:
+                continue
+            seen.add((state, unguarded))
+            node = self._visit(state)
+            if node is None:
+                continue
+            yield state, node, parent, unguarded
+            pending.extend(
+                (successor, node, unguarded and not guarded)
+                for successor, guarded in self._successors_of(state, evaluator)
+            )
+
+    def _program_evaluator(self, site: CompileSite) -> Evaluator:
+        """An evaluator that knows only the program running the function that made ``site``: what that function
+        calls, directly or not, and the module level of its file. A published site's compiled callable runs with
+        what that program passes it, not with what every other script of the workspace would."""
+        path = site.span.path
+        found = self._programs.get((path, site.scope))
+        if found is None:
+            start = self._scope_state(path, site.scope)
+            program = {(path, "")}
+            for _, node, _, _ in self._walk([start] if start is not None else [], self.evaluator):
+                program.add((node[1][0], f"{node[1][1]}.{node[2]}") if node[0] == "method" else node[1])
+            found = self._programs[(path, site.scope)] = Evaluator(self.files, self.classes, frozenset(program))
+        return found
+
+    def _scope_state(self, path: str, qualname: str) -> _State | None:
+        """The state that runs the function or method ``qualname`` of ``path`` (the enclosing one, for a nested
+        function the summaries do not know)."""
+        while qualname:
+            owner, _, name = qualname.rpartition(".")
+            if owner and self.files.class_summary((path, owner)) is not None:
+                return ("method", (path, owner), name, None)
+            if self.files.function_summary((path, qualname)) is not None:
+                return ("function", (path, qualname))
+            qualname = owner
+        return None
 
     def _entry_states(self, values: Iterable[Value]) -> Iterator[_State]:
         for value in values:
@@ -289,18 +328,19 @@ class Reach:
             return None
         return ("method", found[0], state[2])
 
-    def _successors_of(self, state: _State) -> list[tuple[_State, bool]]:
-        known = self._successors.get(state)
+    def _successors_of(self, state: _State, evaluator: Evaluator) -> list[tuple[_State, bool]]:
+        known = self._successors.get((evaluator, state))
         if known is None:
-            known = self._successors[state] = list(dict.fromkeys(self._compute_successors(state)))
+            known = list(dict.fromkeys(self._compute_successors(state, evaluator)))
+            self._successors[(evaluator, state)] = known
         return known
 
-    def _compute_successors(self, state: _State) -> Iterator[tuple[_State, bool]]:
+    def _compute_successors(self, state: _State, evaluator: Evaluator) -> Iterator[tuple[_State, bool]]:
         """The states ``state`` calls, each with whether the call is made only under a condition."""
         if state[0] == "function":
             function = self.files.function_summary(state[1])
             if function is not None:
-                yield from self._called(function.calls, state[1][0], None)
+                yield from self._called(function.calls, state[1][0], None, evaluator)
             return
         cls = state[1]
         found = self.classes.find_method(cls, state[2], state[3])
@@ -308,7 +348,7 @@ class Reach:
             return
         owner, method = found
         yield from self._self_calls(cls, owner, method)
-        yield from self._called(method.calls, owner[0], cls)
+        yield from self._called(method.calls, owner[0], cls, evaluator)
 
     def _self_calls(self, cls: ClassKey, owner: ClassKey, method: MethodSummary) -> Iterator[tuple[_State, bool]]:
         """``self.m()``, ``super().m()`` and property reads of ``method`` (defined in ``owner``) on a ``cls``."""
@@ -320,8 +360,10 @@ class Reach:
                 if target is not None and (event.kind == "call" or target[1].kind == "property"):
                     yield ("method", cls, event.attr, None), event.guarded
 
-    def _called(self, calls: Iterable[CallSite], path: str, cls: ClassKey | None) -> Iterator[tuple[_State, bool]]:
-        env = self.evaluator.self_env(cls) if cls is not None else NO_ENV
+    def _called(
+        self, calls: Iterable[CallSite], path: str, cls: ClassKey | None, evaluator: Evaluator
+    ) -> Iterator[tuple[_State, bool]]:
+        env = evaluator.self_env(cls) if cls is not None else NO_ENV
         for call in calls:
             func = call.func
             if (
@@ -332,7 +374,7 @@ class Reach:
                 and self.classes.find_method(cls, func.attr) is not None
             ):
                 continue  # self.m(): a state event, followed in order by _self_calls
-            for state in self._entry_states(self.evaluator.evaluate(call.func, path, env)):
+            for state in self._entry_states(evaluator.evaluate(call.func, path, env)):
                 yield state, call.guarded
 
 

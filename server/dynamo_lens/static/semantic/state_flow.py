@@ -283,6 +283,26 @@ def written_kinds(
     }
 
 
+def set_at_construction(index: WorkspaceIndex, cls: ClassKey, attr: str) -> bool:
+    """Building an instance of ``cls`` may leave ``self.<attr>`` holding something other than ``None``: the
+    ``__init__`` that runs, the ones its ``super().__init__()`` calls reach, or a method they call on ``self``
+    (``self.reset_parameters()``) assigns it a value that is not ``None``."""
+    pending: list[tuple[str, ClassKey | None]] = [("__init__", None)]
+    seen: set[tuple[ClassKey, str]] = set()
+    while pending:
+        name, after = pending.pop()
+        found = index.find_method(cls, name, after)
+        if found is None or (found[0], name) in seen:
+            continue
+        seen.add((found[0], name))
+        for event in found[1].events:
+            if event.attr == attr and event.kind == "write" and event.detail != "del" and event.value_kind != "none":
+                return True
+            if event.kind == "call":
+                pending.append((event.attr, found[0] if event.detail == "super" else None))
+    return False
+
+
 def sites_of(index: WorkspaceIndex, accesses: Iterable[Access]) -> set[CompileSite]:
     """Compile sites that reach the methods containing ``accesses``."""
     sites: set[CompileSite] = set()
