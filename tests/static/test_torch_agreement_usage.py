@@ -126,6 +126,7 @@ CASES = (
     Case("DL112_batchnorm_subclass.py", 2),  # a workspace subclass of nn.BatchNorm2d reads `training` too
     Case("DL112_ok_eval_before_compile.py", 1),
     Case("DL112_ok_train_only.py", 1),
+    Case("DL112_ok_restored_around_uncompiled_work.py", 1),
     Case("DL112_ok_uncompiled.py", 1),
     Case("DL112_ok_no_mode_layers.py", 1),
     Case("DL112_ok_eval_every_epoch.py", 1),

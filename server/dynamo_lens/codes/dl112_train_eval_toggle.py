@@ -30,8 +30,10 @@ evaluation mode at all, run evaluation on the uncompiled module (`model(x)` inst
 Only a switch *to* eval mode (or to a mode computed at run time) is reported, on anything that holds compiled state
 (the compiled module, its wrapper, the module whose blocks were compiled in place, across functions and files), and
 only where the program also runs it in training mode: it switches it back with `.train()` somewhere, or called the
-compiled code earlier in the same function. The compiled code must read `training`: a workspace class that reads
-`self.training` (itself or in a submodule), or a `torch.nn` layer that does (`Dropout`, `BatchNorm`,
+compiled code earlier in the same function. A switch to eval that the same function undoes (`.train()`,
+`.train(mode=saved)`) with no call of the compiled code in between, directly or through the workspace functions it
+calls, is not reported, nor the switch that undoes it. The compiled code must read `training`: a workspace class
+that reads `self.training` (itself or in a submodule), or a `torch.nn` layer that does (`Dropout`, `BatchNorm`,
 `InstanceNorm`, RNN and attention layers). Modules whose classes cannot be told are not reported. Switches in a
 constructor or in a module's `train()`/`eval()` override (setting a frozen teacher up in eval mode) are not toggles
 and are not reported, nor a switch in a script that shares no file with the program that compiles the module.
@@ -57,6 +59,7 @@ from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.program import (
     calls,
     compiled_callees,
+    reached_sites,
     reset_around,
     switched_holders,
     switches,
@@ -104,6 +107,8 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
         values = frozenset(v for site in sites for v in index.reach.site_values(site))
         if not index.memo(("DL112.reads_training", values), partial(_reads_training, index, values)):
             continue  # nothing compiled there is known to read `training`: one entry serves both modes
+        if _restored_unused(index, path, switch, sites) or _restores(index, path, switch, sites):
+            continue  # eval() around work that never calls the compiled code, then the mode is put back
         earlier = _called_before(index, path, switch, sites)
         if earlier is None and not trained & set(holders):
             continue  # never back in training mode: only one mode is compiled
@@ -135,6 +140,46 @@ def _called_before(index: WorkspaceIndex, path: str, switch: ModeSwitch, sites: 
         if set(compiled_callees(index, placed)) & set(sites):
             return placed.call.span
     return None
+
+
+def _restored_unused(index: WorkspaceIndex, path: str, switch: ModeSwitch, sites: list[CompileSite]) -> bool:
+    """The switch's function puts the mode back (``.train(...)`` on the same receiver, later) and no call between
+    the two runs the compiled code, directly or through the workspace functions it calls: composer's generate
+    callback switches to eval around a Hugging Face ``generate`` that never enters the compiled ``forward``."""
+    summary = index.summary(path)
+    if summary is None:
+        return False
+    restores = [
+        other.span.line
+        for other in summary.switches
+        if other.function == switch.function
+        and other.receiver_text == switch.receiver_text
+        and other.mode != "eval"
+        and other.span.line > switch.span.line
+    ]
+    if not restores or switch.in_loop:
+        return False
+    end = min(restores)
+    between = [
+        placed
+        for placed in calls(summary)
+        if placed.function == switch.function and switch.span.line < placed.call.span.line < end
+    ]
+    return not any(set(reached_sites(index, placed)) & set(sites) for placed in between)
+
+
+def _restores(index: WorkspaceIndex, path: str, switch: ModeSwitch, sites: list[CompileSite]) -> bool:
+    """``model.train(mode=original)`` that puts back the mode an earlier ``.eval()`` of the same function changed
+    around work that ran no compiled code."""
+    summary = index.summary(path)
+    return switch.mode == "runtime" and any(
+        other.mode == "eval"
+        and other.function == switch.function
+        and other.receiver_text == switch.receiver_text
+        and other.span.line < switch.span.line
+        and _restored_unused(index, path, other, sites)
+        for other in (summary.switches if summary is not None else ())
+    )
 
 
 def _finding(

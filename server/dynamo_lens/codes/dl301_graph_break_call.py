@@ -61,13 +61,15 @@ setting. `tolist()` stays a hint even then: the scan cannot tell an integer tens
 
 ## Known limitations
 Whether a value is a tensor is inferred from how it was made (a `torch.*` call, a tensor method, an argument
-annotated `torch.Tensor`): `int(n)` on a plain Python number is not reported. `t.numpy()` is not reported: with NumPy
-installed and `trace_numpy` on (the default) Dynamo traces it. f-strings, `id()`, `len()` and `isinstance()` on
-tensors do not break and are not reported. A logger is recognised when its name is bound to `logging.getLogger(...)`
-or to a library's `get_logger(...)` helper. Calls are followed into functions of the same workspace that the
-compiled code calls directly; functions decorated with `torch.compiler.disable` are not traced. A call that runs
-only under a condition (its own `if`, or a call made conditionally on the way from the compile site) is a hint:
-whether the program takes that branch is decided by its configuration and inputs, which a scan cannot see.
+annotated `torch.Tensor`): `int(n)` on a plain Python number is not reported. `t.numpy()` is not reported: with
+NumPy installed and `trace_numpy` on (the default) Dynamo traces it. f-strings, `id()`, `len()` and `isinstance()`
+on tensors do not break and are not reported. A logger is recognised when its name is bound to
+`logging.getLogger(...)` or to a library's `get_logger(...)` helper, and the module never binds it to anything else
+(a no-op object that stands in for the logger unless an environment variable asks for logging traces without a
+break). Calls are followed into functions of the same workspace that the compiled code calls directly; functions
+decorated with `torch.compiler.disable` are not traced. A call that runs only under a condition (its own `if`, or a
+call made conditionally on the way from the compile site) is a hint: whether the program takes that branch is
+decided by its configuration and inputs, which a scan cannot see.
 
 ## Fix safety
 No automatic fix: moving a call out of the compiled region changes when it runs, and `capture_scalar_outputs`
@@ -171,7 +173,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
             breaks += [(call, call, RNN) for call in body.calls if _calls_self_attribute(body, call, recurrent)]
         if calls:
             if loggers is None:
-                loggers = frozenset(set().union(*ctx.per_block("DL301-loggers", partial(_logger_names, ctx))))
+                loggers = _always_loggers(ctx.per_block("DL301-loggers", partial(_logger_names, ctx)))
             found_calls = body.memoised(RULE.code, loggers, partial(_breaks, ctx, body, calls, loggers))
             breaks += [(call, call, found) for call, found in found_calls]
         in_loop = False
@@ -346,16 +348,28 @@ def _is_logger_factory(func: ast.AST, ctx: FileContext) -> bool:
     return last in LOGGER_FACTORIES
 
 
-def _logger_names(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> set[str]:
-    """Names bound to ``logging.getLogger(...)`` (or a ``get_logger(...)`` helper) in one block of the file."""
-    names: set[str] = set()
+def _logger_names(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> tuple[set[str], set[str]]:
+    """In one block of the file: the names bound to ``logging.getLogger(...)`` (or a ``get_logger(...)`` helper),
+    and the module-level names bound to anything else."""
+    loggers: set[str] = set()
+    others: set[str] = set()
     for at in (*nodes.get(ast.Assign, ()), *nodes.get(ast.AnnAssign, ())):
         statement = at.node
         value = getattr(statement, "value", None)
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        names = {t.id for t in targets if isinstance(t, ast.Name)}
         if isinstance(value, ast.Call) and _is_logger_factory(value.func, ctx):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
-    return names
+            loggers |= names
+        elif at.scope.function is None:
+            others |= names
+    return loggers, others
+
+
+def _always_loggers(per_block: list[tuple[set[str], set[str]]]) -> frozenset[str]:
+    """The names every binding of the file's module level makes a logger: torchchat's ``logger = NoOpLogger() if
+    os.getenv("LOG_LEVEL") is None else logging.getLogger(__name__)`` is a no-op object Dynamo traces through."""
+    loggers = set().union(*(found for found, _ in per_block))
+    return frozenset(loggers - set().union(*(others for _, others in per_block)))
 
 
 def _candidate(
