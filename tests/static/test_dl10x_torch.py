@@ -48,6 +48,8 @@ class Case:
 
 CASES = (
     Case("DL101_run_counter.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
+    Case("DL101_run_counter_reset.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
+    Case("DL101_compiled_by_base_method.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_bool_toggle.py", "DL101", 2, severity="info"),
     Case("DL101_run_float_decay.py", "DL101", 2, severity="info"),
     Case("DL101_run_float_dynamic_false.py", "DL101", LIMIT, limit_hit=True, severity="warning"),

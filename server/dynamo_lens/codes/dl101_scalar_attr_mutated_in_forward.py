@@ -156,10 +156,18 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
     if kind is None or (attr.init_kind in ("none", "unknown") and _set_elsewhere_to_other(index, flow, attr.attr)):
         return
     changes = [a for a in attr.changes if a.event.kind in ("write", "aug")]
+    growing = any(_grows(a) for a in changes)
     for change in changes:
+        if growing and change.event.detail == "const":
+            continue  # `self.steps = 0` on reset: the `+= 1` that keeps changing it is the finding
         finding = _finding(index, flow, attr, kind, change, changes)
         if finding is not None:
             yield finding
+
+
+def _grows(change: Access) -> bool:
+    """A change that makes a new value from the old one (``+= 1``, ``self.s = self.s + "x"``)."""
+    return change.event.kind == "aug" or change.event.detail in ("concat", "self")
 
 
 def _finding(
@@ -170,7 +178,7 @@ def _finding(
     operator = AUG_OPERATORS.get(event.detail, "=") if event.kind == "aug" else "="
     what = f"`{name} {operator} {event.text or '…'}`"
     place = f"`{change.method}`" + (f" (called from `{flow.entry}`)" if change.method != flow.entry else "")
-    unbounded = any(a.event.kind == "aug" or a.event.detail in ("concat", "self") for a in changes)
+    unbounded = any(_grows(a) for a in changes)
     sites = sites_of(index, [change, *attr.carried_reads])
     severity: Severity | None = None
     module = index.is_module_class(flow.cls)

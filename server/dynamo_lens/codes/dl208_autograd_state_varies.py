@@ -178,9 +178,11 @@ def _finding(
 ) -> Finding:
     call = placed.call
     mode = call.grad
-    name = call.name or "the compiled callable"
     direct = site in compiled_callees(index, placed)
-    what = f"compiled `{name}` runs" if direct else f"`{name}(…)` runs compiled code"
+    if not call.name:
+        what = "the compiled callable runs" if direct else "this call runs compiled code"
+    else:
+        what = f"compiled `{call.name}` runs" if direct else f"`{call.name}(…)` runs compiled code"
     if mode == VARIES:
         message = (
             f"{what} under {mode}: grad mode is part of Dynamo's `GLOBAL_STATE` guard, so "

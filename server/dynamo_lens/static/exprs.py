@@ -24,6 +24,10 @@ LOCAL = -1
 """``Ref.level`` of a name defined in the file itself (not imported)."""
 
 
+ELEMENT_GETTERS = frozenset({"get", "pop", "setdefault"})
+"""Methods of a dict (or ``nn.ModuleDict``) whose call returns one of its values."""
+
+
 @dataclass(frozen=True, slots=True)
 class Ref:
     """A name as one file sees it, after import aliases are applied.

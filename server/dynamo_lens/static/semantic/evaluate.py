@@ -39,6 +39,24 @@ MAX_CALLERS = 64
 """Calls spelled like a function's name that are looked at to find what its parameters hold."""
 TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 SUBMODULE_METHODS = frozenset({"modules", "children", "values"})
+CONTAINER_METHODS = exprs.ELEMENT_GETTERS | {
+    "keys",
+    "items",
+    "append",
+    "extend",
+    "insert",
+    "update",
+    "clear",
+    "copy",
+    "count",
+    "index",
+    "remove",
+    "popitem",
+    "sort",
+    "reverse",
+}
+"""Methods of the builtin containers and torch's module containers: reading one is no element (``self.modules.keys``
+is not a module of ``self.modules``), and calling it runs no workspace code."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,6 +445,8 @@ class Evaluator:
             return self._symbol(symbol) if symbol is not None else UNKNOWN_VALUES
         if isinstance(value, External) and not value.instance:
             return {External(f"{value.dotted}.{name}")}
+        if isinstance(value, Container) and name in CONTAINER_METHODS:
+            return UNKNOWN_VALUES
         if isinstance(value, Container) and value.keys:
             # `self.transformer.blocks` of an `nn.ModuleDict(dict(wte=...))` updated with `{"blocks": ...}`: what
             # the key holds, in each keyed part of the dict that has it
@@ -446,6 +466,15 @@ class Evaluator:
                     found.update(v for v in receivers if isinstance(v, Instance))
                 return {Container(frozenset(found))}
         result: set[Value] = set()
+        if isinstance(func, exprs.Attr) and func.attr in exprs.ELEMENT_GETTERS and expr.args:
+            # `self.modules.get("transformer")`: the value under that key (any value when the key cannot be told)
+            for receiver in self.evaluate(func.value, path, env):
+                if isinstance(receiver, Container):
+                    result.update(_element_at(receiver, expr.args[0]))
+                else:
+                    for callee in self._attribute_of(receiver, func.attr):
+                        result.update(self._call_value(callee, expr, path, env))
+            return result
         for callee in self.evaluate(func, path, env):
             result.update(self._call_value(callee, expr, path, env))
         return result
@@ -729,6 +758,16 @@ def _fresh(values: Iterable[Value], function: FunctionKey) -> set[Value]:
             )
         found.add(value)
     return found
+
+
+def _element_at(container: Container, key: Expr) -> Iterable[Value]:
+    """What ``container.get(key)`` returns: the value under a literal string key the container is known to have, else
+    any of its values."""
+    if isinstance(key, exprs.Const) and container.keys:
+        text = key.value.strip("'\"")
+        if text in container.keys:
+            return container.positions[container.keys.index(text)]
+    return container.elements
 
 
 def _elements(value: Value, index: int = -1) -> Iterable[Value]:

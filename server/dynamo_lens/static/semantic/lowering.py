@@ -24,6 +24,7 @@ from functools import partial
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import PARTIAL, FileContext, NodeAt, Scope
 from dynamo_lens.static.exprs import UNKNOWN, Expr
+from dynamo_lens.static.summary import LOCAL, Ref
 
 RETURNS_RECEIVER = frozenset(
     {"to", "cuda", "cpu", "eval", "train", "half", "bfloat16", "float", "double", "requires_grad_", "to_empty",
@@ -115,8 +116,17 @@ class Lowering:
         func = call.func
         steps = 0
         root: ast.AST = func
-        while isinstance(root, ast.Attribute | ast.Subscript):
-            root = root.value
+        while True:
+            if isinstance(root, ast.Attribute | ast.Subscript):
+                root = root.value
+            elif (
+                isinstance(root, ast.Call)
+                and isinstance(root.func, ast.Attribute)
+                and root.func.attr in exprs.ELEMENT_GETTERS
+            ):
+                root = root.func.value  # `self.modules.get("transformer")(x)`: a value of the dict is called
+            else:
+                break
             steps += 1
         if not isinstance(root, ast.Name):
             return None
@@ -337,11 +347,13 @@ class Lowering:
             options.append(exprs.Param(function.qualname, name, names.params[name]))
         if bindings:
             options.append(exprs.Local(function.qualname, name))
+        cycles = 0
         for binding in chosen:
             key = id(binding.target)
             found = self._bound.get((key, name))
             if found is None:
                 if key in self._stack:
+                    cycles += 1
                     continue
                 self._stack.append(key)
                 try:
@@ -349,6 +361,10 @@ class Lowering:
                 finally:
                     self._stack.pop()
             options.append(found)
+        defined = self.ctx.local_defs.get(function.qualname, {}).get(name)
+        if defined is not None and (not dominated or cycles == len(chosen)):
+            # `def update(...)` then `update = torch.compile(update)`: the name read there is the nested function
+            options.append(exprs.Named(Ref(defined, LOCAL)))
         return _one_of(options)
 
     def _bound_value(self, name: str, binding: _Binding, function: Scope, depth: int) -> Expr:

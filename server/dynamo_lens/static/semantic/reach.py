@@ -12,6 +12,7 @@ finding shows ("compiled here → ``GPT.forward`` → ``Block.forward``").
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from operator import attrgetter
 from typing import Literal
@@ -20,8 +21,10 @@ from dynamo_lens.static import exprs
 from dynamo_lens.static.context import SETTER
 from dynamo_lens.static.semantic.classes import Hierarchy
 from dynamo_lens.static.semantic.evaluate import (
+    MAX_CALLERS,
     NO_ENV,
     Container,
+    Env,
     Evaluator,
     External,
     FunctionValue,
@@ -57,6 +60,7 @@ class Reach:
         self._entries: dict[CompileSite, list[_State]] = {}
         self._successors: dict[tuple[Evaluator, _State], list[tuple[_State, bool]]] = {}
         self._site_evaluators: dict[CompileSite, Evaluator] = {}
+        self._site_envs: dict[CompileSite, Env] = {}
         self._programs: dict[tuple[str, str], Evaluator] = {}
         self._always: dict[CompileSite, set[Node]] = {}
         self._state_holders: dict[Value, list[CompileSite]] | None = None
@@ -66,7 +70,8 @@ class Reach:
     # -- queries -------------------------------------------------------------------------------------------------
     def site_values(self, site: CompileSite) -> Values:
         """What the site's target can be."""
-        return self._site_evaluators.get(site, self.evaluator).evaluate(site.target, site.span.path)
+        evaluator = self._site_evaluators.get(site, self.evaluator)
+        return evaluator.evaluate(site.target, site.span.path, self._site_envs.get(site, NO_ENV))
 
     def compiled_entries(self, site: CompileSite) -> list[Node]:
         """Where compiled code starts: ``("method", class, name)`` (the method ``name`` of an instance of ``class``,
@@ -225,6 +230,7 @@ class Reach:
                 self._bindings.setdefault((path, "", name), site)
             evaluator = self._program_evaluator(site) if site.published else self.evaluator
             self._site_evaluators[site] = evaluator
+            self._site_envs[site] = self._compiled_self(site, evaluator)
             values = self.site_values(site)
             if site.form == "method":
                 values = frozenset(v for v in values if not self._own_compile(v))
@@ -277,6 +283,41 @@ class Reach:
                 program.add((node[1][0], f"{node[1][1]}.{node[2]}") if node[0] == "method" else node[1])
             found = self._programs[(path, site.scope)] = Evaluator(self.files, self.classes, frozenset(program))
         return found
+
+    def _compiled_self(self, site: CompileSite, evaluator: Evaluator) -> Env:
+        """For a site in a method that compiles its own instance's code (``torch.compile(self._step)``,
+        ``torch.compile(self)``): ``self`` bound to the instances the workspace calls that method on
+        (``env.compile()`` on a ``CountingEnv``), or to an instance of the defining class alone when no call says
+        which. Which subclass a base class's ``compile()`` compiles is decided by the caller; every subclass that
+        inherits the method is not compiled by it (torchrl's ``EnvBase.compile``)."""
+        target = exprs.without_identity(site.target)
+        if isinstance(target, exprs.Attr):
+            target = exprs.without_identity(target.value)
+        if not isinstance(target, exprs.Param) or target.index != 0 or target.function != site.scope:
+            return NO_ENV
+        path = site.span.path
+        owner, _, name = site.scope.rpartition(".")
+        summary = self.files.class_summary((path, owner)) if owner else None
+        method = summary.method(name) if summary is not None else None
+        if method is None or method.kind != "method":
+            return NO_ENV
+        pinned: set[Value] = set()
+        for call, at in itertools.islice(evaluator.callers(name, path), MAX_CALLERS):
+            if not isinstance(call.func, exprs.Attr) or self._is_self(call.func.value, at):
+                continue  # `self.compile()` inside the class: whichever instance it is called on
+            for callee in evaluator.evaluate(call.func, at):
+                if isinstance(callee, MethodValue) and callee.name == name and not callee.on_class:
+                    found = self.classes.find_method(callee.cls, name)
+                    if found is not None and found[0] == (path, owner):
+                        pinned.add(Instance(callee.cls))
+        return Env({(path, site.scope, target.name): frozenset(pinned or {Instance((path, owner))})})
+
+    def _is_self(self, expr: exprs.Expr, path: str) -> bool:
+        """``expr`` is the first parameter of a method of ``path``."""
+        if not isinstance(expr, exprs.Param) or expr.index != 0:
+            return False
+        owner = expr.function.rpartition(".")[0]
+        return bool(owner) and self.files.class_summary((path, owner)) is not None
 
     def _scope_state(self, path: str, qualname: str) -> _State | None:
         """The state that runs the function or method ``qualname`` of ``path`` (the enclosing one, for a nested
