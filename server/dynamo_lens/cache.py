@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.metadata
 import io
 import os
 import pickle
@@ -160,9 +161,17 @@ def _prune_namespaces(root: Path, current: Path) -> None:
 def _namespace() -> str:
     """Changes whenever anything that shapes a cached result may have changed."""
     digest = hashlib.blake2b(digest_size=8)
-    digest.update(f"{dynamo_lens.__version__}\0{sys.version_info[:2]}\0".encode())
+    digest.update(f"{dynamo_lens.__version__}\0{sys.version_info[:2]}\0{_torch_version()}\0".encode())
     package_dir = Path(dynamo_lens.__file__).parent
     for source in sorted(package_dir.rglob("*.py")):
         info = source.stat()
         digest.update(f"{source.relative_to(package_dir)}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
     return f"v{dynamo_lens.__version__}-{digest.hexdigest()}"
+
+
+def _torch_version() -> str:
+    """The installed torch (messages quote its graph-break ids), ``""`` for none."""
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return ""

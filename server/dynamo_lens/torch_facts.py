@@ -6,7 +6,11 @@ real ``torch.compile`` (``tests/static/test_torch_agreement*.py``); a message ne
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 from dataclasses import dataclass
+
+from dynamo_lens.runtime.shim import load_gb_registry
 
 TORCH_VERSION_ASSUMED = "2.13"
 """The torch release whose behaviour the messages describe."""
@@ -31,9 +35,31 @@ class GraphBreak:
     skips_function: bool = False
     """Dynamo gives up on the function the call is in (measured: nothing compiled for it), wherever the call sits."""
 
+    def installed_id(self) -> str:
+        """This break's id in the registry of the torch installed here (ids are renumbered between releases: the
+        same ``gb_type`` has another id on 2.14); ``""`` when no torch is installed or its registry lacks the type."""
+        return (installed_gb_ids() or {}).get(self.gb_type, "")
+
     def quoted(self) -> str:
-        """``GB0124 "Unsupported Tensor.item() call ..."``, as messages cite it."""
-        return f'{self.gb_id} "{self.gb_type}"'
+        """``GB0124 "Unsupported Tensor.item() call ..."``, as messages cite it, with the installed torch's id."""
+        gb_id = self.installed_id()
+        if gb_id:
+            return f'{gb_id} "{self.gb_type}"'
+        if installed_gb_ids() is None:
+            return f'"{self.gb_type}"; no torch is installed here to give its graph-break id'
+        return f'"{self.gb_type}"'
+
+
+@functools.cache
+def installed_gb_ids() -> dict[str, str] | None:
+    """``gb_type`` → graph-break id, read from ``torch/_dynamo/graph_break_registry.json`` of the torch installed
+    beside Dynamo Lens (torch is not imported); None when there is none, or it ships no registry (before 2.8)."""
+    try:
+        torch_dir = importlib.metadata.distribution("torch").locate_file("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    by_type, _ = load_gb_registry(str(torch_dir))
+    return by_type or None
 
 
 PRINT = GraphBreak(
@@ -60,7 +86,9 @@ LOGGER = GraphBreak(
     "log outside the compiled code, or add the method to `torch._dynamo.config.ignore_logging_functions` "
     "(it then does not run when compiled)",
 )
-LOGGING = GraphBreak("GB4841", "Unsupported python_type() call (inside `logging`)", "log outside the compiled code")
+LOGGING = GraphBreak(
+    "GB4841", "Unsupported python_type() call", "log outside the compiled code (`logging` functions are not traced)"
+)
 SKIPPED = GraphBreak("GB0007", "Attempted to call function marked as skipped", "call it outside the compiled code")
 DEEPCOPY = GraphBreak("GB4198", "Attempted to copy.deepcopy a tensor", "use `t.clone()`")
 NONZERO = GraphBreak(

@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from dynamo_lens import torch_facts
 from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static import link, summarize
 
@@ -364,3 +365,58 @@ def test_comprehension_and_lambda_variables_are_not_the_global() -> None:
         )
     )
     assert only(findings, "DL204") == []
+
+
+ITEM_IN_FORWARD = (
+    "/ws/net.py",
+    """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return x * x.sum().item()
+
+    model = torch.compile(Net())
+    """,
+)
+
+
+@pytest.fixture
+def installed_torch(tmp_path, monkeypatch):
+    """A torch install whose registry numbers `.item()`'s break GB9999 (ids are renumbered between releases)."""
+    registry = tmp_path / "torch" / "_dynamo" / "graph_break_registry.json"
+    registry.parent.mkdir(parents=True)
+    registry.write_text(
+        '{"GB9999": [{"Gb_type": "Unsupported Tensor.item() call with capture_scalar_outputs=False"}]}',
+        encoding="utf-8",
+    )
+
+    class Distribution:
+        def locate_file(self, name: str):
+            return tmp_path / name
+
+    monkeypatch.setattr(torch_facts.importlib.metadata, "distribution", lambda name: Distribution())
+    torch_facts.installed_gb_ids.cache_clear()
+    yield
+    torch_facts.installed_gb_ids.cache_clear()
+
+
+@pytest.mark.usefixtures("installed_torch")
+def test_graph_break_id_is_the_installed_torchs() -> None:
+    [found] = only(analyse(ITEM_IN_FORWARD), "DL301")
+    assert 'GB9999 "Unsupported Tensor.item() call' in found.message and found.data["gb_id"] == "GB9999"
+
+
+def test_no_torch_installed_means_no_graph_break_id(monkeypatch) -> None:
+    def missing(name: str):
+        raise torch_facts.importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(torch_facts.importlib.metadata, "distribution", missing)
+    torch_facts.installed_gb_ids.cache_clear()
+    try:
+        [found] = only(analyse(ITEM_IN_FORWARD), "DL301")
+    finally:
+        torch_facts.installed_gb_ids.cache_clear()
+    assert "no torch is installed here to give its graph-break id" in found.message
+    assert "GB0124" not in found.message and found.data["gb_id"] == ""

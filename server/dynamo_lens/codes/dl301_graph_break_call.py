@@ -26,6 +26,10 @@ for it:
 | `self.rnn(x)` on an `nn.LSTM`, `nn.GRU` or `nn.RNN` | GB0014 "Attempted to wrap RNN, GRU, or LSTM" (runs eagerly) |
 | `t[mask]` read through a boolean tensor (`logits[labels != -100]`) | GB0036 "Dynamic shape operator" |
 
+The ids are those of torch 2.13. Torch renumbers them between releases (on 2.14 they are no longer sequential), so a
+message quotes the id that the installed torch's own registry (`torch/_dynamo/graph_break_registry.json`) gives the
+break's type. Where no torch is installed beside Dynamo Lens, it quotes the type alone and says so.
+
 ## Why it matters
 At a graph break Dynamo ends the graph, runs the call in Python and resumes in a new frame
 (`torch_dynamo_resume_in_<fn>_at_<line>`), which has its own guards and its own recompiles. Each break costs a round
@@ -389,7 +393,7 @@ def _candidate(
         message=message,
         severity=RULE.default_severity,
         data=(
-            ("gb_id", found.gb_id),
+            ("gb_id", found.installed_id()),
             ("call", text),
             ("in_loop", str(in_loop).lower()),
             ("skips_function", str(in_loop or found.skips_function).lower()),

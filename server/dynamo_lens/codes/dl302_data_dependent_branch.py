@@ -88,7 +88,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
                 ),
                 severity=RULE.default_severity,
                 data=(
-                    ("gb_id", BRANCH.gb_id),
+                    ("gb_id", BRANCH.installed_id()),
                     ("condition", text),
                     ("in_loop", str(in_loop).lower()),
                     ("skips_function", str(in_loop).lower()),
