@@ -105,6 +105,9 @@ class CallSite:
     """The grad mode its function sets around it (``NodeAt.grad``)."""
     grad_from: Span | None = None
     """Where that mode is set (the ``with`` item or the decorator)."""
+    complete: bool = False
+    """Every argument is in ``args`` and ``keywords`` (no ``*args``/``**kwargs``): a parameter it does not name keeps
+    its default."""
 
 
 MethodKind = Literal["method", "property", "setter", "staticmethod", "classmethod"]
@@ -280,6 +283,9 @@ class CompileSite:
     module_names: tuple[str, ...] = ()
     """Those of ``names`` that are module-level names (the site is at module level, or its function declares them
     ``global``): other functions and files see them."""
+    requires: tuple[tuple[str, str, bool], ...] = ()
+    """What parameters of its function must be for the compile to run (``NodeAt.requires``): ``("enable_compile",
+    "truth", True)`` inside ``if enable_compile:``; a call that passes a literal ruling it out compiles nothing."""
     published: bool = False
     """Made in a function that stores the compiled callable where every caller finds it (a name it declares
     ``global``, ``mod.f = torch.compile(mod.f)`` on an imported module): only the program that runs that function

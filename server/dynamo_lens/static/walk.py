@@ -132,6 +132,9 @@ class _FunctionBuilder:
     """Attributes whose keys it looks up (``key in self.cache``, ``self.cache.get(key)``)."""
     member_reads: set[tuple[str, str]] = field(default_factory=set)
     """``self.<attr>.<member>`` loads: (attr, member)."""
+    flags: dict[str, tuple[tuple[str, str, bool], ...]] = field(default_factory=dict)
+    """Locals bound to tests of parameters (``compile_in_loader = enable_torch_compile and training_mode``): an
+    ``if`` on one requires what the tests require."""
 
 
 @dataclass(slots=True)
@@ -601,6 +604,12 @@ class Walker:
         tests = [self._parameter_test(value) for value in test.values]
         return tuple(t for t in tests if t is not None) if all(t is not None for t in tests) else ()
 
+    def _flag_tests(self, test: ast.expr) -> tuple[tuple[str, str, bool], ...]:
+        """What ``if <local>:`` requires when the local was bound to tests of parameters."""
+        if self.function is None or not isinstance(test, ast.Name):
+            return ()
+        return self.function.flags.get(test.id, ())
+
     def _tested(self, node: ast.Name | ast.Attribute) -> str:
         """What a test names: a parameter (``normalize``), ``self.<attr>`` for an attribute of the method's instance
         (``self.cache_labels``), ``""`` otherwise."""
@@ -613,7 +622,9 @@ class Walker:
         self.visit(node.test)
         compiling = compiling_test(node.test, self.ctx)
         test = self._parameter_test(node.test)
-        conjuncts = self._conjunct_tests(node.test) if test is None and compiling is None else ()
+        conjuncts: tuple[tuple[str, str, bool], ...] = ()
+        if test is None and compiling is None:
+            conjuncts = self._conjunct_tests(node.test) or self._flag_tests(node.test)
         if conjuncts:  # `if hasattr(self, "x") and not self.x:` the body needs each; the else arm, not all
             saved = self.requires
             self.requires = (*saved, *conjuncts)
@@ -808,6 +819,14 @@ class Walker:
                 self.block.pending_aliases.extend(_PendingAlias(name, value, self.scope) for name in names)
         for target in node.targets:
             self._store(target, value, node)
+        if self.function is not None and len(names) == 1 == len(node.targets):
+            tests = self._conjunct_tests(value)
+            single = self._parameter_test(value) if not tests else None
+            tests = tests or ((single,) if single is not None else ())
+            if tests:
+                self.function.flags[names[0]] = tests
+            else:
+                self.function.flags.pop(names[0], None)
 
     def _ann_assign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -1049,6 +1068,9 @@ class Walker:
             in_loop=at.loop_depth > 0,
             grad=at.grad,
             grad_from=self.ctx.span(at.grad_from) if at.grad_from is not None else None,
+            complete=len(call.args) <= lowering_limits.MAX_OPTIONS
+            and not any(isinstance(a, ast.Starred) for a in call.args)
+            and all(k.arg is not None for k in call.keywords),
         )
 
     def _module_bindings(self, block: BlockWalk) -> tuple[ModuleBinding, ...]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from functools import partial
 
 from dynamo_lens.static import exprs
-from dynamo_lens.static.context import DYNAMO_OPTIMIZE, FileContext, NodeAt, Scope
+from dynamo_lens.static.context import DYNAMO_OPTIMIZE, SELF_FLAG, FileContext, NodeAt, Scope
 from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic.lowering import Lowering
 from dynamo_lens.static.summary import LOCAL, CompileForm, CompileSite, Ref
@@ -145,6 +145,7 @@ class _Finder:
             options=self._options(keywords),
             in_loop=at.loop_depth > 0,
             published=in_function and (bool(module_names) or self._stored_in_module(call, compiled)),
+            requires=tuple(r for r in at.requires if not r[0].startswith(SELF_FLAG)),
         )
 
     def _is_module_compile(self, call: ast.Call) -> bool:

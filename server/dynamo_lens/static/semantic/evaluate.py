@@ -250,6 +250,32 @@ class Evaluator:
             found = self._self_envs[cls] = Env(bound)
         return found
 
+    def over_callers(
+        self, expr: Expr, path: str, function: str, requires: tuple[tuple[str, str, bool], ...]
+    ) -> Values | None:
+        """What ``expr``, in the function ``function`` of ``path``, can be over the calls of that function whose
+        literal arguments let ``requires`` hold (a loader called with ``enable_compile`` left at its default
+        ``False`` never reaches ``if enable_compile: model = torch.compile(model)``); None when the function has no
+        known caller."""
+        summary = self.files.function_summary((path, function))
+        if summary is None:
+            return None
+        target = FunctionValue((path, function))
+        used = frozenset(summary.params) | {name for name, _ in summary.defaults}
+        found: set[Value] = set()
+        called = False
+        for call, at in itertools.islice(self.callers(function.rpartition(".")[2], path), MAX_CALLERS):
+            offset = self._offset(self.evaluate(call.func, at), target, None)
+            if offset is None:
+                continue
+            called = True
+            lowered = exprs.Call(call.func, call.args, call.keywords, call.complete)
+            bound = self._bind(path, function, summary.params, offset, lowered, at, NO_ENV, used, summary.defaults)
+            env = Env(bound)
+            if not _ruled_out(exprs.Given(expr, requires), path, function, env):
+                found |= self.evaluate(expr, path, env)
+        return _capped(found) if called else None
+
     def attribute(self, cls: ClassKey, name: str) -> Values:
         """What ``self.<name>`` can hold on an instance of ``cls`` (assigned by any method of its MRO)."""
         key = (cls, name)

@@ -71,6 +71,10 @@ class Reach:
     def site_values(self, site: CompileSite) -> Values:
         """What the site's target can be."""
         evaluator = self._site_evaluators.get(site, self.evaluator)
+        if site.requires:
+            found = evaluator.over_callers(site.target, site.span.path, site.scope, site.requires)
+            if found is not None:
+                return found
         return evaluator.evaluate(site.target, site.span.path, self._site_envs.get(site, NO_ENV))
 
     def compiled_entries(self, site: CompileSite) -> list[Node]:
