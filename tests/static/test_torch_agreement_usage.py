@@ -189,6 +189,7 @@ CASES = (
     Case("DL208_set_grad_enabled_loop.py", 2),
     Case("DL208_task_wrapper.py", 2),
     Case("DL208_registry_of_compiled_modules.py", 2),  # dict.get returns the compiled module; keys() runs none
+    Case("DL208_ok_two_objects_of_one_helper.py", 1),  # one helper, two compiled objects, one mode each
     Case("DL208_rebound_training_script.py", 4),  # train, eval + no_grad, then the float temperature: bounded
     Case("DL208_ok_always_no_grad.py", 1),
     Case("DL208_ok_uncompiled_eval.py", 1),

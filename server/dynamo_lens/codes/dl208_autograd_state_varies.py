@@ -33,9 +33,12 @@ The grad mode of a call is the one its own function sets (a `with` block around 
 else the one every caller of the function sets, followed up to four levels of callers (a test calling a scoring
 helper calling the model); a helper with one caller in grad mode, or reached only deeper, counts as running with
 grad enabled. Calling an object runs its `forward` (or `__call__`): a task that calls its compiled model there runs
-it in the mode of the task's caller. A `forward` that picks its compiled path by `self.training` is followed down both
-paths, so a call in eval mode may be said to run the training path's entry. Inputs with differing `requires_grad` are
-not detected statically.
+it in the mode of the task's caller. A `forward` that picks its compiled path by `self.training` is followed down
+both paths, so a call in eval mode may be said to run the training path's entry. Inputs with differing
+`requires_grad` are not detected statically. A helper that compiles what it is given (`update =
+compile_with_warmup(update)`, `score = compile_with_warmup(scorer)`) makes one compiled object per call: calls of
+two such variables of one function are not compared. A script's `main()` called at module level is not a call in
+grad mode: the calls inside it are judged each in its own mode.
 
 ## Fix safety
 No fix is offered.
@@ -51,7 +54,9 @@ from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity, Span
+from dynamo_lens.static import exprs
 from dynamo_lens.static.semantic.contexts import GRAD, VARIES
+from dynamo_lens.static.semantic.evaluate import FunctionValue
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.program import (
     PlacedCall,
@@ -96,9 +101,13 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
         for file in sorted(program):
             found_summary = index.summary(file)
             for placed in calls(found_summary) if found_summary is not None else ():
-                if placed.call.grad not in ("", GRAD):
+                if placed.call.grad not in ("", GRAD) or _runs_own_entry_point(index, placed):
                     continue
-                sites = [site for site in _reached(index, placed) if (site, path) in contexts]
+                sites = [
+                    site
+                    for site in _reached(index, placed)
+                    if (site, path) in contexts and not _other_objects(index, site, placed, contexts[(site, path)])
+                ]
                 if sites and (placed.call.grad == GRAD or not _inherits_mode(index, placed)):
                     for site in sites:
                         modes[(site, path)].add(GRAD)
@@ -111,6 +120,56 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
             by_mode.setdefault(placed.call.grad, []).append(placed)
         for same in by_mode.values():
             yield _finding(index, key[0], _representative(same, grad_functions.get(key, set())), same, modes[key])
+
+
+def _runs_own_entry_point(index: WorkspaceIndex, placed: PlacedCall) -> bool:
+    """``main()`` at the module level of the file that defines ``main``: the calls inside it are judged each in the
+    mode it sets (the script's ``no_grad`` evaluation and its training step), not all at once in the mode of this
+    call."""
+    if placed.function or placed.call.grad or compiled_callees(index, placed):
+        return False
+    values = index.evaluator.evaluate(placed.call.func, placed.path)
+    return bool(values) and all(isinstance(v, FunctionValue) and v.key[0] == placed.path for v in values)
+
+
+def _other_objects(index: WorkspaceIndex, site: CompileSite, placed: PlacedCall, others: list[PlacedCall]) -> bool:
+    """The call and every call it is compared with call the site's compiled code directly, from one function, each
+    through a local variable of its own: ``adv_module(data)`` under ``no_grad`` and ``update(batch)`` hold two
+    objects a helper compiled apart (torchrl's ``compile_with_warmup``, accelerate's ``prepare``), with a cache
+    each. Variables of other functions may hold the same object: those are compared as one."""
+    name = _local_name(index, site, placed)
+    if name is None:
+        return False
+    for other in others:
+        if other.path != placed.path or other.function != placed.function:
+            return False
+        if _local_name(index, site, other) in (None, name):
+            return False
+    return True
+
+
+def _local_name(index: WorkspaceIndex, site: CompileSite, placed: PlacedCall) -> str | None:
+    """The local variable a direct call of the site's compiled code reads its callee from."""
+    func = placed.call.func
+    options = func.options if isinstance(func, exprs.OneOf) else (func,)
+    names = {o.name for o in options if isinstance(o, exprs.Local) and o.function == placed.function}
+    if len(names) != 1:
+        return None
+    made = any(isinstance(o, exprs.Call) and _compiles(index, placed.path, o.func, site) for o in options)
+    return names.pop() if made or site in compiled_callees(index, placed) else None
+
+
+def _compiles(index: WorkspaceIndex, path: str, func: exprs.Expr, site: CompileSite) -> bool:
+    """``func`` is the function that makes the site's compile (or encloses it): what calling it returns is a
+    compiled object of its own (``update = compile_with_warmup(update)``)."""
+    for value in index.evaluator.evaluate(func, path):
+        if (
+            isinstance(value, FunctionValue)
+            and value.key[0] == site.span.path
+            and (site.scope == value.key[1] or site.scope.startswith(value.key[1] + "."))
+        ):
+            return True
+    return False
 
 
 def _reached(index: WorkspaceIndex, placed: PlacedCall) -> list[CompileSite]:
