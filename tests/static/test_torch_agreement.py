@@ -134,6 +134,7 @@ CASES = (
     Case("DL301_ok_is_compiling_return.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_property_setter.py", "DL301", Expect.QUIET, 1),
     Case("DL301_nested_update_rebound.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0123")),
+    Case("DL301_compiled_through_varargs_helper.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0123")),
     Case("DL301_ok_run_noop_logger.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_traceable_calls.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_uncompiled_helper.py", "DL301", Expect.QUIET, 1),

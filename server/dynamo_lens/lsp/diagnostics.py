@@ -120,7 +120,7 @@ def register_pull(server: DynamoLensServer) -> None:
             return types.RelatedFullDocumentDiagnosticReport(items=[])
         if state.open and state.static_version != state.version and server.settings.enable_static:
             schedule(server, state.path, immediate=True)
-            await asyncio.shield(state.pending)
+            await _analysed(state)
         result_id = _result_id(state)
         if params.previous_result_id == result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
@@ -148,6 +148,19 @@ def register_pull(server: DynamoLensServer) -> None:
                 items.append(report)
         items += [types.WorkspaceFullDocumentDiagnosticReport(uri, [], result_id="gone") for uri in held]
         return types.WorkspaceDiagnosticReport(items=items)
+
+
+async def _analysed(state: DocumentState) -> None:
+    """Wait for the analysis of the open document, and for the one that replaces it when another starts first (the
+    workspace scan finishing reschedules open documents, cancelling the analysis a pull was waiting for)."""
+    while state.pending is not None:
+        awaited = state.pending
+        try:
+            await asyncio.shield(awaited)
+            return
+        except asyncio.CancelledError:
+            if state.pending is awaited:
+                raise  # the request itself was cancelled, not the analysis replaced
 
 
 def _result_id(state: DocumentState) -> str:

@@ -187,6 +187,8 @@ class FunctionSummary:
     """Parameters annotated with a class (``model: GPT``)."""
     defaults: tuple[tuple[str, str], ...] = ()
     """Parameters whose default is a literal, with its ``repr``."""
+    vararg: str = ""
+    """The name of its ``*args`` parameter, ``""`` for none."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1006,6 +1006,7 @@ class Walker:
                 tuple(returns.get(id(f.node), ())),
                 self._annotations(f),
                 _defaults(f.node),
+                f.node.args.vararg.arg if f.node.args.vararg is not None else "",
             )
             for f in block.functions
         )

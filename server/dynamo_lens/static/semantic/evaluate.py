@@ -29,7 +29,7 @@ from dynamo_lens.static import exprs
 from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic.classes import Hierarchy
 from dynamo_lens.static.semantic.workspace import ClassKey, Files, FunctionKey, Symbol
-from dynamo_lens.static.summary import CallSite, MethodSummary
+from dynamo_lens.static.summary import CallSite, FunctionSummary, MethodSummary
 
 MAX_DEPTH = 24
 MAX_VALUES = 64
@@ -652,6 +652,9 @@ class Evaluator:
                     yield Instance(key)  # a subclass instance is known when a caller passes one
 
     def _passed(self, path: str, function: str, name: str, index: int, method: MethodSummary | None) -> Iterable[Value]:
+        summary = self.files.function_summary((path, function)) if method is None else None
+        if summary is not None and summary.vararg == name:
+            return self._varargs(path, function, summary)
         owner, _, last = function.rpartition(".")
         if method is not None and last == "__init__":
             target: Value = ClassValue((path, owner))
@@ -690,6 +693,31 @@ class Evaluator:
             if not scope:
                 return False
             scope = scope.rpartition(".")[0]
+
+    def _varargs(self, path: str, function: str, summary: FunctionSummary) -> Iterable[Value]:
+        """What the ``*args`` of a function holds: a tuple of what each caller passes after the named positional
+        parameters (``compile_with_warmup(update, mode=...)`` with ``model = args[0]``)."""
+        target = FunctionValue((path, function))
+        start = len(summary.params)
+        found: set[Value] = set()
+        callers = self.callers(function.rpartition(".")[2], path)
+        if self.program is not None:
+            callers = (c for c in callers if self._in_program(c))
+        for call, at in itertools.islice(callers, MAX_CALLERS):
+            extra = call.args[start:]
+            if all(exprs.is_trivial(a) for a in extra) or self._offset(self.evaluate(call.func, at), target, None) != 0:
+                continue
+            env = self._caller_self(call, at)
+            positions = tuple(NOTHING if exprs.is_trivial(a) else self.evaluate(a, at, env) for a in extra)
+            found.add(Container(frozenset(v for values in positions for v in values), positions=positions))
+        return found
+
+    def _caller_self(self, call: CallSite, path: str) -> Env:
+        """For a call made in a method: ``self`` bound to an instance of the method's class, not of every subclass
+        (``compile_with_warmup(self._step_and_maybe_reset)`` in a base class compiles what the instance it runs on
+        has, which the call alone does not tell)."""
+        owner = self._call_scopes.get(id(call), "").rpartition(".")[0]
+        return self.self_env((path, owner)) if owner and self.files.class_summary((path, owner)) else NO_ENV
 
     def _offset(self, callees: Values, target: Value, method: MethodSummary | None) -> int | None:
         """How many leading parameters a call of one of ``callees`` fills before its arguments, if it calls

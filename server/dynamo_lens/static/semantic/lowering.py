@@ -332,7 +332,7 @@ class Lowering:
         depth: int,
     ) -> Expr:
         bindings = names.bindings.get(name, [])
-        before = [b for b in bindings if b.position < position]
+        before = [b for b in bindings if b.position < position and not _in_value(b.node, position)]
         chosen: list[_Binding] = []
         dominated = False
         for binding in reversed(before):
@@ -340,8 +340,11 @@ class Lowering:
             if path is not None and path[: len(binding.path)] == binding.path:
                 dominated = True
                 break
+        defined = self.ctx.local_defs.get(function.qualname, {}).get(name)
         if not before:
-            chosen = list(bindings)  # only bound later (a loop carries it around): any of them
+            # only bound later (a loop carries it around): any of them, but the nested def is what its own
+            # rebinding reads (`update = torch.compile(update)`)
+            chosen = [b for b in bindings if defined is None or not _in_value(b.node, position)]
         options: list[Expr] = []
         if not dominated and name in names.params:
             options.append(exprs.Param(function.qualname, name, names.params[name]))
@@ -361,7 +364,6 @@ class Lowering:
                 finally:
                     self._stack.pop()
             options.append(found)
-        defined = self.ctx.local_defs.get(function.qualname, {}).get(name)
         if defined is not None and (not dominated or cycles == len(chosen)):
             # `def update(...)` then `update = torch.compile(update)`: the name read there is the nested function
             options.append(exprs.Named(Ref(defined, LOCAL)))
@@ -658,3 +660,12 @@ def _inside(body: list[ast.stmt], position: Position) -> bool:
         return False
     first, last = body[0], body[-1]
     return (first.lineno, first.col_offset) <= position and position[0] <= (last.end_lineno or last.lineno)
+
+
+def _in_value(statement: ast.AST, position: Position) -> bool:
+    """``position`` lies in the value the assignment ``statement`` evaluates before it binds its targets: the
+    ``update`` read by ``update = compile_with_warmup(update)`` is the earlier binding, not this one."""
+    value = getattr(statement, "value", None) if isinstance(statement, ast.Assign | ast.AnnAssign) else None
+    if value is None or value.end_lineno is None or value.end_col_offset is None:
+        return False
+    return (value.lineno, value.col_offset) <= position <= (value.end_lineno, value.end_col_offset)
