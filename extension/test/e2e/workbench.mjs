@@ -105,8 +105,10 @@ export async function problemsText(page) {
   if (!box) {
     return "";
   }
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-  await page.mouse.wheel(0, -100_000);
+  // The left edge (the twisties) shows no hover: a message's hover under the pointer would take the wheel events.
+  await page.keyboard.press("Escape");
+  await page.mouse.move(box.x + 4, box.y + box.height / 2);
+  await scrollToFirstRow(page, list, box);
   const rows = new Map();
   for (let step = 0; step < 200; step++) {
     const visible = await list
@@ -122,14 +124,19 @@ export async function problemsText(page) {
     await page.mouse.wheel(0, box.height * 0.8);
     await page.waitForTimeout(100);
   }
-  for (let step = 0; step < 50 && (await list.locator('.monaco-list-row[data-index="0"]').count()) === 0; step++) {
-    await page.mouse.wheel(0, -box.height);
-    await page.waitForTimeout(50);
-  }
+  await scrollToFirstRow(page, list, box);
   return [...rows.entries()]
     .sort(([a], [b]) => a - b)
     .map(([, text]) => text)
     .join("\n");
+}
+
+async function scrollToFirstRow(page, list, box) {
+  await page.mouse.wheel(0, -100_000);
+  for (let step = 0; step < 50 && (await list.locator('.monaco-list-row[data-index="0"]').count()) === 0; step++) {
+    await page.mouse.wheel(0, -box.height);
+    await page.waitForTimeout(50);
+  }
 }
 
 /** The rendered lines of the active editor (what is on screen, including inlay hints and code lenses). */
