@@ -10,8 +10,6 @@ import functools
 import importlib.metadata
 from dataclasses import dataclass
 
-from dynamo_lens.runtime.shim import load_gb_registry
-
 TORCH_VERSION_ASSUMED = "2.13"
 """The torch release whose behaviour the messages describe."""
 TORCH = f"torch {TORCH_VERSION_ASSUMED}"
@@ -58,6 +56,8 @@ def installed_gb_ids() -> dict[str, str] | None:
         torch_dir = importlib.metadata.distribution("torch").locate_file("torch")
     except importlib.metadata.PackageNotFoundError:
         return None
+    from dynamo_lens.runtime.shim import load_gb_registry  # the shim's reader, loaded only when a message needs it
+
     by_type, _ = load_gb_registry(str(torch_dir))
     return by_type or None
 

@@ -264,7 +264,7 @@ class Evaluator:
         used = frozenset(summary.params) | {name for name, _ in summary.defaults}
         found: set[Value] = set()
         called = False
-        for call, at in itertools.islice(self.callers(function.rpartition(".")[2], path), MAX_CALLERS):
+        for call, at in itertools.islice(self._program_callers(function.rpartition(".")[2], path), MAX_CALLERS):
             offset = self._offset(self.evaluate(call.func, at), target, None)
             if offset is None:
                 continue
@@ -664,9 +664,7 @@ class Evaluator:
         else:
             target, spelled = FunctionValue((path, function)), last
         found: set[Value] = set()
-        callers = self.callers(spelled, path)
-        if self.program is not None and last != "__init__":
-            callers = (c for c in callers if self._in_program(c))
+        callers = self.callers(spelled, path) if last == "__init__" else self._program_callers(spelled, path)
         for call, at in itertools.islice(callers, MAX_CALLERS):
             keyword = next((value for key, value in call.keywords if key == name), None)
             positional = [call.args[i] for i in (index, index - 1) if 0 <= i < len(call.args)]
@@ -681,6 +679,11 @@ class Evaluator:
             if argument is not None and not exprs.is_trivial(argument):
                 found |= self.evaluate(argument, at)
         return found
+
+    def _program_callers(self, name: str, near: str) -> Iterator[tuple[CallSite, str]]:
+        """:meth:`callers`, without those :attr:`program` does not make (all of them when there is no program)."""
+        callers = self.callers(name, near)
+        return callers if self.program is None else (c for c in callers if self._in_program(c))
 
     def _in_program(self, caller: tuple[CallSite, str]) -> bool:
         """The call is made by code of :attr:`program` (or by a function nested in such code)."""
@@ -700,10 +703,7 @@ class Evaluator:
         target = FunctionValue((path, function))
         start = len(summary.params)
         found: set[Value] = set()
-        callers = self.callers(function.rpartition(".")[2], path)
-        if self.program is not None:
-            callers = (c for c in callers if self._in_program(c))
-        for call, at in itertools.islice(callers, MAX_CALLERS):
+        for call, at in itertools.islice(self._program_callers(function.rpartition(".")[2], path), MAX_CALLERS):
             extra = call.args[start:]
             if all(exprs.is_trivial(a) for a in extra) or self._offset(self.evaluate(call.func, at), target, None) != 0:
                 continue
