@@ -58,6 +58,8 @@ CASES = (
     Case("DL101_run_helper_object_counter.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_ok_run_write_first.py", "DL101", 1),
     Case("DL101_ok_run_counter_tensor_set_in_setup.py", "DL101", 1),
+    Case("DL101_ok_run_isinstance_of_unknown_part.py", "DL101", 1),  # an isinstance test does not pick a subclass
+    Case("DL101_ok_run_wrapped_only_when_not_a_part.py", "DL101", 1),  # `if not isinstance(...)` excludes the class
     # what a compile site compiles (the semantic layer): each counter is a warning only if the target resolves
     Case("DL101_run_chained_to_eval.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_annotated_assignment.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
@@ -149,7 +151,9 @@ def test_torch_compiles_as_the_docs_claim(case: Case, observed: dict[str, dict[s
 def test_static_finding_matches_what_torch_did(case: Case, observed: dict[str, dict[str, Any]]) -> None:
     findings = static_findings(case)
     if case.severity is None:
-        assert not findings, [f.message for f in findings]
+        # a hint claims nothing about compiled code (a counter in a forward that no compile site reaches)
+        claims = [f for f in findings if f.severity is not Severity.HINT]
+        assert not claims, [f.message for f in claims]
         assert not observed[case.fixture]["recompiles"]
         return
     assert {f.span.line for f in findings} == marked_lines(case)

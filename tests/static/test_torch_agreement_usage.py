@@ -195,6 +195,7 @@ CASES = (
     Case("DL208_ok_uncompiled_eval.py", 1),
     Case("DL208_ok_enable_grad_same.py", 1),
     Case("DL208_ok_no_grad_through_helpers.py", 1),
+    Case("DL208_ok_closure_benchmarked_under_inference_mode.py", 1),  # the closure is only called under the mode
     Case("DL208_ok_torch_nn_compile_in_place.py", 0),  # torch.nn frames are skipped: nothing compiles
     # DL209: a scheduled float lr recompiles the optimizer step once
     Case("DL209_steplr_compiled_step.py", 2),

@@ -31,7 +31,8 @@ to share one entry, evaluate under the same grad mode.
 ## Known limitations
 The grad mode of a call is the one its own function sets (a `with` block around it, or a decorator of the function),
 else the one every caller of the function sets, followed up to four levels of callers (a test calling a scoring
-helper calling the model); a helper with one caller in grad mode, or reached only deeper, counts as running with
+helper calling the model; a closure a function returns is called through the parameter it is passed to, in its file:
+a benchmark's timing helper); a helper with one caller in grad mode, or reached only deeper, counts as running with
 grad enabled. Calling an object runs its `forward` (or `__call__`): a task that calls its compiled model there runs
 it in the mode of the task's caller. A `forward` that picks its compiled path by `self.training` is followed down
 both paths, so a call in eval mode may be said to run the training path's entry. Inputs with differing

@@ -144,10 +144,12 @@ class OneOf(Expr):
 
 @dataclass(frozen=True, slots=True)
 class InstanceOf(Expr):
-    """``value``, known from an ``isinstance`` test that guards the use to be an instance of one of ``classes``."""
+    """``value``, known from an ``isinstance`` test that guards the use to be an instance of one of ``classes``
+    (``excluded``: known not to be one, in the body of ``if not isinstance(...)``)."""
 
     classes: tuple[Ref, ...]
     value: Expr
+    excluded: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -409,7 +409,7 @@ class Evaluator:
         if isinstance(expr, exprs.OneOf):
             return {v for option in expr.options for v in self.evaluate(option, path, env)}
         if isinstance(expr, exprs.InstanceOf):
-            return self._instances_of(path, expr)
+            return self._instances_of(path, expr, env)
         if isinstance(expr, exprs.Local):
             return {Slot((path, expr.function), expr.name)}
         if isinstance(expr, exprs.Compiled):
@@ -441,16 +441,28 @@ class Evaluator:
         found.add(Slot((path, ""), name))  # which object it is: the one this name holds
         return found
 
-    def _instances_of(self, path: str, expr: exprs.InstanceOf) -> Iterable[Value]:
-        found: set[Value] = set()
+    def _instances_of(self, path: str, expr: exprs.InstanceOf, env: Env) -> Iterable[Value]:
+        """What an ``isinstance`` test leaves of the narrowed value: its known instances of the tested classes (or
+        of their subclasses); when it has none, an instance of a tested class itself, not of every subclass, whose
+        overrides would all be taken to run (a ``Transform`` parameter narrowed by ``isinstance(t, Transform)``).
+        Under ``excluded``, what it is known to be except instances of those classes."""
+        admitted: set[ClassKey] = set()
+        tested: set[Value] = set()
         for ref in expr.classes:
             key = self.files.resolve_class(path, ref)
             if key is not None:
-                found.add(Instance(key))
-                found.update(Instance(sub) for sub in self.classes.subclasses(key))
+                admitted.add(key)
+                admitted.update(self.classes.subclasses(key))
+                tested.add(Instance(key))
             elif ref.level == 0:
-                found.add(External(ref.dotted, instance=True))
-        return found
+                tested.add(External(ref.dotted, instance=True))
+        if expr.excluded:
+            values = self.evaluate(expr.value, path, env)
+            return {v for v in values if not (isinstance(v, Instance) and v.cls in admitted) and v not in tested}
+        if not admitted:
+            return tested
+        known = {v for v in self.evaluate(expr.value, path, env) if isinstance(v, Instance) and v.cls in admitted}
+        return known or tested
 
     def _attribute_of(self, value: Value, name: str) -> Iterable[Value]:
         if isinstance(value, Instance):

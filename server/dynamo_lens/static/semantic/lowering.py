@@ -415,7 +415,10 @@ class Lowering:
         """An instance of the classes an ``isinstance(name, ...)`` test around (or just before) the use admits, out of
         what ``base()`` says the name is."""
         for statement, classes, negated in guards.get(name, ()):
-            if negated:
+            excluded = False
+            if negated and _inside(statement.body, position) and _plain_isinstance(statement.test):
+                excluded = True  # `if not isinstance(t, Transform): t = Wrap(t)`: here it is no Transform
+            elif negated:
                 # `if not isinstance(m, Block): continue` above the use, in the same loop body
                 jumps = statement.body and isinstance(statement.body[-1], ast.Continue | ast.Return)
                 if not jumps or not (statement.end_lineno or 0) < position[0]:
@@ -424,7 +427,7 @@ class Lowering:
                 continue
             refs = tuple(r for r in (self.ctx.ref(c) for c in classes) if r is not None)
             if refs:
-                return exprs.InstanceOf(refs, base())
+                return exprs.InstanceOf(refs, base(), excluded)
         return None
 
     # -- names ---------------------------------------------------------------------------------------------------
@@ -653,6 +656,12 @@ def _isinstance_guards(statements: Iterable[ast.If]) -> IsinstanceGuards:
             if classes:
                 found.setdefault(tested, []).append((statement, classes, negated))
     return found
+
+
+def _plain_isinstance(test: ast.expr) -> bool:
+    """``not isinstance(x, C)`` alone: inside the ``if`` body, ``x`` is known not to be a ``C`` (under
+    ``not (isinstance(x, C) and ready)`` it may be one)."""
+    return isinstance(test, ast.UnaryOp) and isinstance(test.operand, ast.Call)
 
 
 def _inside(body: list[ast.stmt], position: Position) -> bool:

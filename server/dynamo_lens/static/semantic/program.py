@@ -261,9 +261,20 @@ def callers_of(index: WorkspaceIndex, path: str, function: str) -> list[PlacedCa
             placed = PlacedCall(call, at, _enclosing_functions(index, at).get(call.span, ""))
             if calls_function(index, placed, path, function):
                 found.append(placed)
+        if not found and index.files.function_summary((path, function.rpartition(".")[0])) is not None:
+            found.extend(_closure_callers(index, path, function))
         return found
 
     return index.memo(("program.callers_of", path, function), compute) if function else []
+
+
+def _closure_callers(index: WorkspaceIndex, path: str, function: str) -> Iterator[PlacedCall]:
+    """The calls of a closure its enclosing function returns, made in its file through a parameter it is passed as
+    (``fn()`` in ``_bench(fn, ...)`` for ``fn = _make_fn(...)``): their name is not the closure's."""
+    summary = index.summary(path)
+    for placed in calls(summary) if summary is not None else ():
+        if isinstance(placed.call.func, exprs.Param) and calls_function(index, placed, path, function):
+            yield placed
 
 
 def _enclosing_functions(index: WorkspaceIndex, path: str) -> dict[Span, str]:
