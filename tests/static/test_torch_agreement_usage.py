@@ -162,6 +162,10 @@ CASES = (
     Case("DL203_ok_constant_arg.py", 1),
     Case("DL203_ok_tensor_batches.py", 1),
     Case("DL203_ok_unused_argument.py", 1),
+    Case("DL203_literal_differs_between_calls.py", 2),  # the reference pass's default True, then False in the loop
+    Case("DL203_literal_ints_differ_dynamic_false.py", 3),  # three int literals under dynamic=False
+    Case("DL203_ok_literal_same_or_unread.py", 1),  # the same value, or a parameter the function never reads
+    Case("DL203_ok_literal_without_tensor_work.py", 1),  # no graph: the frame is skipped, nothing is guarded
     # DL206: a reset per step compiles every step (and no recompile is ever logged)
     Case("DL206_reset_per_step.py", 12),
     Case("DL206_compiler_reset_alias.py", 12),

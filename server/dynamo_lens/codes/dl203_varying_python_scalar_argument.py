@@ -5,7 +5,10 @@ Flags a call of a compiled callable, inside a loop, with a Python `int`, `float`
 value changes from one iteration to the next: the loop counter (`range()`, the index of `enumerate()`), a counter
 that starts as a number and is advanced with `+=` in the loop (`step += 1`), the variable of a loop over a literal
 list of values (or a name bound to one), arithmetic on them, a comparison of them (`step < warmup`), an f-string
-built from them.
+built from them. Also flags calls of one compiled callable in a file that pass different literals for a parameter it
+reads (a reference pass that leaves `return_logits` at its default `True` before a training loop that passes
+`False`; `heads=2` and `heads=8` under `dynamic=False`): the finding sits on the calls whose value the fewest calls
+share, counting calls in loops first.
 
 ## Why it matters
 Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATCH n == 2`). Measured on torch 2.13
@@ -23,6 +26,9 @@ Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATC
 * `str` argument: one compile per distinct value, never dynamic (8 + limit, warning).
 * `bool` argument (`warm=step < warmup`): one entry per value whatever `dynamic=` says (2 compiles, `info`).
 * `dynamic=True` at the compile site: 1 compile for int arguments.
+* different literals at different calls: a bool left at its default `True` once and passed `False` in the loop
+  compiled 2 entries; three int literals under `dynamic=False` compiled 3; a literal that differs only for a
+  parameter the function never reads compiled 1. A literal set is finite, so these are `info` up to the limit.
 
 ## Example
 ```python
@@ -43,6 +49,9 @@ Only values whose kind is evident from the syntax are followed (loop counters, n
 on them, f-strings, `str()`); values from data loaders are not assumed to be scalars, and a name advanced with `+=`
 counts only when it was last bound to a number literal (`pos = torch.tensor([T])` then `pos += 1` is a tensor).
 Whether the callee uses the argument in `range()` is checked for compiled functions defined in the same file.
+Differing literals are compared only between calls of one file whose compiled `def` (a function, or `forward` of a
+class the file builds) is in that file, and not for a `def` without any attribute access in its body: one that does
+no tensor work compiles no graph, and Dynamo skips its frame without guarding anything.
 
 ## Fix safety
 Adding `dynamic=True` at the compile site is offered as an unsafe fix: it makes every input dynamic, which can slow
@@ -60,7 +69,7 @@ from collections.abc import Iterator
 from functools import partial
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Edit, Fix, Severity, Span
+from dynamo_lens.model import Edit, Fix, Related, Severity, Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic.usage import (
@@ -76,6 +85,7 @@ from dynamo_lens.static.semantic.usage import (
     usage,
 )
 from dynamo_lens.static.summary import CompileSite
+from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
 RULE = Rule(
     code="DL203",
@@ -94,6 +104,7 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
     if not table.calls:
         return
     definitions = {node.name: node for at in ctx.nodes(ast.FunctionDef) if isinstance(node := at.node, ast.FunctionDef)}
+    yield from _differing_literals(ctx, table.calls, definitions)
     for handle_call in table.calls:
         loops = table.enclosing_loops(handle_call.at)
         if not loops:
@@ -174,6 +185,118 @@ def _candidate(
     return UsageCandidate(RULE.code, ctx.span(argument), message, severity, (site,), fixes=fixes)
 
 
+Literal = bool | int | str
+
+
+def _differing_literals(
+    ctx: FileContext, calls: list[HandleCall], definitions: dict[str, ast.FunctionDef]
+) -> Iterator[UsageCandidate]:
+    """Calls of one compiled callable that pass different literals (or the default) for a parameter it reads: a
+    reference pass with ``return_logits`` left at ``True`` before a training loop that passes ``False``. Each value
+    is guarded, so the calls in the minority (fewest calls in loops, then fewest calls) compile entries of their
+    own."""
+    by_site: dict[CompileSite, list[HandleCall]] = {}
+    for handle_call in calls:
+        by_site.setdefault(handle_call.handle.site, []).append(handle_call)
+    for site, site_calls in by_site.items():
+        callee = _callee(ctx, site, definitions) if len(site_calls) > 1 else None
+        if callee is None:
+            continue
+        definition, skip = callee
+        if not any(isinstance(n, ast.Attribute) for statement in definition.body for n in ast.walk(statement)):
+            continue  # no tensor work: Dynamo finds no graph to compile, skips the frame and guards nothing
+        read = {n.id for n in ast.walk(definition) if isinstance(n, ast.Name)}
+        for param, groups in _literal_groups(definition, skip, site_calls).items():
+            if len(groups) < 2 or param not in read:
+                continue
+            entries, reason = _entries(ctx, site, definitions, param, list(groups))
+            if entries < 2:
+                continue
+            main = max(groups.values(), key=lambda g: (sum(c.at.loop_depth > 0 for c, _ in g), len(g)))
+            for value, group in groups.items():
+                if group is not main:
+                    yield _literal_candidate(ctx, site, param, value, group, groups, (entries, reason))
+
+
+def _literal_groups(
+    definition: ast.FunctionDef, skip: int, calls: list[HandleCall]
+) -> dict[str, dict[Literal, list[tuple[HandleCall, ast.expr | None]]]]:
+    """Per parameter that every call gives a literal (or leaves at a literal default), the calls by value, each with
+    the argument it passes (None: the default). Values of different types (``1``, ``True``) are not compared."""
+    args = definition.args
+    every = [a.arg for a in (*args.posonlyargs, *args.args)]
+    positional = every[skip:]
+    defaults: dict[str, ast.expr] = dict(zip(every[len(every) - len(args.defaults) :], args.defaults, strict=True))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None)
+    found: dict[str, dict[Literal, list[tuple[HandleCall, ast.expr | None]]]] = {}
+    for param in [*positional, *(a.arg for a in args.kwonlyargs)]:
+        groups: dict[Literal, list[tuple[HandleCall, ast.expr | None]]] = {}
+        kinds: set[type] = set()  # `True == 1`: the keys alone cannot tell a bool from an int
+        for handle_call in calls:
+            call = handle_call.call
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                break
+            passed = next((k.value for k in call.keywords if k.arg == param), None)
+            index = positional.index(param) if param in positional else -1
+            if passed is None and 0 <= index < len(call.args):
+                passed = call.args[index]
+            value = passed if passed is not None else defaults.get(param)
+            if not isinstance(value, ast.Constant) or not isinstance(value.value, bool | int | str):
+                break
+            kinds.add(type(value.value))
+            groups.setdefault(value.value, []).append((handle_call, passed))
+        else:
+            if len(kinds) == 1:
+                found[param] = groups
+    return found
+
+
+def _entries(
+    ctx: FileContext,
+    site: CompileSite,
+    definitions: dict[str, ast.FunctionDef],
+    param: str,
+    values: list[Literal],
+) -> tuple[int, str]:
+    """How many entries the values compile, and why: one each for bools and strings, and for ints under
+    ``dynamic=False`` or as a ``range()`` bound; otherwise the second int makes it dynamic (2 in all; 1 under
+    ``dynamic=True``)."""
+    kind = type(values[0]).__name__
+    if isinstance(values[0], bool | str):
+        return len(values), f"torch 2.13 guards the {kind} by value, so each value has its own compiled entry"
+    dynamic = dict(site.options).get("dynamic")
+    if dynamic == "False":
+        return len(values), "the compile site says `dynamic=False`: torch 2.13 compiles once per value"
+    if _ranges_over(ctx, site, definitions, param):
+        return len(values), f"`{param}` is a `range()` bound there: torch 2.13 keeps it specialised, once per value"
+    reason = "torch 2.13 specialises the first int it sees, recompiles once for another, then keeps it dynamic"
+    return (1 if dynamic == "True" else 2), reason
+
+
+def _literal_candidate(
+    ctx: FileContext,
+    site: CompileSite,
+    param: str,
+    value: Literal,
+    group: list[tuple[HandleCall, ast.expr | None]],
+    groups: dict[Literal, list[tuple[HandleCall, ast.expr | None]]],
+    cost: tuple[int, str],
+) -> UsageCandidate:
+    handle_call, argument = group[0]
+    callee = handle_call.handle.name
+    here = f"`{param}={value!r}`" + (" (its default)" if argument is None else "")
+    others = [(v, g[0][0]) for v, g in groups.items() if v != value]
+    elsewhere = ", ".join(f"`{v!r}` at line {c.call.lineno}" for v, c in others[:3])
+    entries, reason = cost
+    limit = entries > RECOMPILE_LIMIT
+    total = f"{entries} compiles, then `recompile_limit` → eager" if limit else f"{entries} entries in all"
+    message = f"compiled `{callee}` is called with {here} here and with {elsewhere}: {reason} ({total})"
+    related = tuple(Related(ctx.span(c.call), f"called with `{v!r}` here") for v, c in others[:3])
+    span = ctx.span(argument if argument is not None else handle_call.call)
+    severity = RULE.default_severity if limit else Severity.INFO
+    return UsageCandidate(RULE.code, span, message, severity, (site,), related=related)
+
+
 def _arguments(handle_call: HandleCall) -> Iterator[tuple[int | str, ast.expr]]:
     call = handle_call.call
     for index, argument in enumerate(call.args):
@@ -204,14 +327,29 @@ def _callee(
         definition = definitions.get(function.rpartition(".")[2])
         return (definition, 0) if definition is not None else None
     target = exprs.without_identity(site.target)
-    if isinstance(target, exprs.Call) and isinstance(target.func, exprs.Named) and target.func.ref.is_local:
-        for at in ctx.nodes(ast.ClassDef):
-            node = at.node
-            if isinstance(node, ast.ClassDef) and node.name == target.func.ref.last:
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and item.name == "forward":
-                        return item, 1
+    if isinstance(target, exprs.Global):  # `model = torch.compile(model)` at module level: every binding above
+        options = tuple(b.value for b in ctx.module_bindings if b.name == target.name and b.line < site.span.line)
+    else:
+        options = target.options if isinstance(target, exprs.OneOf) else (target,)
+    classes = {_built_class(exprs.without_identity(option)) for option in options}
+    if len(classes) != 1 or None in classes:
+        return None
+    name = classes.pop()
+    for at in ctx.nodes(ast.ClassDef):
+        node = at.node
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "forward":
+                    return item, 1
     return None
+
+
+def _built_class(expr: exprs.Expr) -> str | None:
+    """The class of this file that ``expr`` instantiates: ``Net(...)``, or a constructor classmethod of it
+    (``GPT.from_pretrained(...)``)."""
+    if not isinstance(expr, exprs.Call) or not isinstance(expr.func, exprs.Named) or not expr.func.ref.is_local:
+        return None
+    return expr.func.ref.dotted.partition(".")[0]
 
 
 def _ranges_over(ctx: FileContext, site: CompileSite, definitions: dict[str, ast.FunctionDef], param: str) -> bool:
