@@ -117,6 +117,31 @@ RNN = GraphBreak(
     lifted_by="allow_rnn",
     skips_function=True,
 )
+DATA_SIZED = GraphBreak(
+    "GB0036",
+    "Dynamic shape operator",
+    "its output size depends on the data: keep it out of the compiled code or use a fixed-shape form "
+    "(`torch.where(mask, t, 0)`), or set `torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
+    lifted_by="capture_dynamic_output_shape_ops",
+)
+REPEATS_BY_TENSOR = GraphBreak(
+    "GB0036",
+    "Dynamic shape operator",
+    "its output size is the sum of the repeats: pass it as `output_size=` when it is known, or set "
+    "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
+    lifted_by="capture_dynamic_output_shape_ops",
+)
+USER_GRAPH_BREAK = GraphBreak(
+    "GB0025",
+    "Call to `torch._dynamo.graph_break()`",
+    "it splits the graph on purpose: remove it when the split is no longer needed",
+)
+SHALLOW_COPY = GraphBreak("GB0208", "torch.* op returned non-Tensor", "use `t.clone()` (or `t.detach()`)")
+REQUIRES_GRAD_SET = GraphBreak(
+    "GB0206",
+    "setattr() on Tensor.requires_grad",
+    "set `requires_grad` on the inputs before the compiled call, or outside the compiled code",
+)
 MASK_INDEX = GraphBreak(
     "GB0036",
     "Dynamic shape operator",

@@ -115,6 +115,12 @@ CASES = (
     Case("DL301_helper_method.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124", "GB0109")),
     Case("DL301_dynamic_shape_ops.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036", "GB0033", "GB4198")),
     Case("DL301_where_mask.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036")),
+    Case(
+        "DL301_data_sized_and_copies.py",
+        "DL301",
+        Expect.GRAPH_BREAK,
+        gb_ids=gb("GB0036", "GB0025", "GB0208", "GB0206"),
+    ),
     Case("DL301_training_step_calls.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0123", "GB0172", "GB1750")),
     Case("DL301_alias_compile_call.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0109")),
     Case("DL301_library_logger.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0291")),

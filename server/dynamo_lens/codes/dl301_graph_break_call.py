@@ -25,6 +25,10 @@ for it:
 | `with torch.device(...):` | GB0142 "Unsupported context manager" (and the rest of the function runs eagerly) |
 | `self.rnn(x)` on an `nn.LSTM`, `nn.GRU` or `nn.RNN` | GB0014 "Attempted to wrap RNN, GRU, or LSTM" (runs eagerly) |
 | `t[mask]` read through a boolean tensor (`logits[labels != -100]`) | GB0036 "Dynamic shape operator" |
+| `torch.unique(t)`, `masked_select`, `repeat_interleave` by a tensor without `output_size=` | GB0036 (as `nonzero`) |
+| `torch._dynamo.graph_break()` | GB0025 (a break on purpose) |
+| `copy.copy(t)` | GB0208 "torch.* op returned non-Tensor" |
+| `t.requires_grad = ...` | GB0206 "setattr() on Tensor.requires_grad" |
 
 The ids are those of torch 2.13. Torch renumbers them between releases (on 2.14 they are no longer sequential), so a
 message quotes the id that the installed torch's own registry (`torch/_dynamo/graph_break_registry.json`) gives the
@@ -107,6 +111,7 @@ from dynamo_lens.torch_facts import (
     BACKWARD,
     BREAK_IN_LOOP,
     DATA_DEPENDENT,
+    DATA_SIZED,
     DEEPCOPY,
     DEVICE_CONTEXT,
     IS_INFERENCE,
@@ -117,11 +122,15 @@ from dynamo_lens.torch_facts import (
     NONZERO,
     P2P,
     PRINT,
+    REPEATS_BY_TENSOR,
     REPR,
+    REQUIRES_GRAD_SET,
     RNN,
+    SHALLOW_COPY,
     SKIPPED,
     TOLIST,
     TORCH,
+    USER_GRAPH_BREAK,
     GraphBreak,
 )
 
@@ -149,8 +158,11 @@ COLLECTIVES = frozenset(
      "all_to_all_single", "broadcast", "reduce", "gather", "scatter", "barrier", "send", "recv", "isend", "irecv"}
 )  # fmt: skip
 """``torch.distributed`` functions that take ``async_op``."""
+DATA_SIZED_FUNCTIONS = frozenset({"torch.unique", "torch.masked_select"})
+DATA_SIZED_METHODS = frozenset({"unique", "masked_select", "repeat_interleave"})
 IMPORTABLE = frozenset(
-    {"deepcopy", "nonzero", "equal", "allclose", "where", "grad", "is_inference"}
+    {"deepcopy", "copy", "nonzero", "equal", "allclose", "where", "grad", "is_inference", "graph_break"}
+    | DATA_SIZED_METHODS
     | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS}
 )
 RECURRENT_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
@@ -164,9 +176,10 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     rnn_attributes: dict[str, frozenset[str]] | None = None
     for body in function_bodies(ctx):
         calls = body.memoised("DL301-shape", None, partial(_shaped_like_breaks, body))
-        breaks: list[tuple[ast.expr, ast.AST, GraphBreak]] = list(
-            body.memoised("DL301-masks", None, partial(_mask_reads, ctx, body))
-        )
+        breaks: list[tuple[ast.expr, ast.AST, GraphBreak]] = [
+            *body.memoised("DL301-masks", None, partial(_mask_reads, ctx, body)),
+            *body.memoised("DL301-requires-grad", None, partial(_requires_grad_writes, ctx, body)),
+        ]
         if rnn_attributes is None:
             rnn_attributes = {}
             for found_in_block in ctx.per_block("DL301-rnn", partial(_rnn_attributes, ctx)):
@@ -231,6 +244,21 @@ def _mask_reads(ctx: FileContext, body: FunctionBody) -> list[tuple[ast.expr, as
     return found
 
 
+def _requires_grad_writes(ctx: FileContext, body: FunctionBody) -> list[tuple[ast.expr, ast.AST, GraphBreak]]:
+    """``t.requires_grad = ...`` on a tensor: Dynamo cannot change which tensors are leaves in the middle of a graph
+    (measured: GB0206)."""
+    found: list[tuple[ast.expr, ast.AST, GraphBreak]] = []
+    for statement, node in body.expressions(lambda line: ".requires_grad" in line):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "requires_grad"
+            and isinstance(node.ctx, ast.Store)
+            and body.tensors(ctx).is_tensor(node.value)
+        ):
+            found.append((node, statement, REQUIRES_GRAD_SET))
+    return found
+
+
 def _shaped_like_breaks(body: FunctionBody) -> list[ast.Call]:
     return [call for call in body.calls if _may_break(call)]
 
@@ -268,9 +296,9 @@ def _may_break(call: ast.Call) -> bool:
 
 def _needs_tensors(call: ast.Call) -> bool:
     func = call.func
-    return (isinstance(func, ast.Name) and func.id in ("int", "float", "bool", "str", "repr")) or (
-        isinstance(func, ast.Attribute) and func.attr == "deepcopy"
-    )
+    if isinstance(func, ast.Name):
+        return func.id in ("int", "float", "bool", "str", "repr", "copy", "deepcopy", "repeat_interleave")
+    return isinstance(func, ast.Attribute) and func.attr in ("deepcopy", "copy", *DATA_SIZED_METHODS)
 
 
 def _classify(
@@ -289,6 +317,10 @@ def _classify(
             return BACKWARD
         if method == "is_inference" and not call.args and not call.keywords:
             return IS_INFERENCE
+        if method in DATA_SIZED_METHODS and tensors is not None and tensors.is_tensor(func.value):
+            if method != "repeat_interleave":
+                return DATA_SIZED
+            return REPEATS_BY_TENSOR if _repeats_by_tensor(call, 0, tensors) else None
         if method in LOGGER_METHODS and _is_logger(func.value, ctx, loggers):
             return LOGGER
         return None
@@ -316,9 +348,30 @@ def _classify(
         return NONZERO  # `torch.where(mask)` is `nonzero(as_tuple=True)`: a data-dependent output size
     if dotted in DATA_DEPENDENT_FUNCTIONS:
         return DATA_DEPENDENT
-    if dotted == "copy.deepcopy" and call.args and tensors is not None and tensors.is_tensor(call.args[0]):
+    if dotted == "torch._dynamo.graph_break":
+        return USER_GRAPH_BREAK
+    copied = call.args and tensors is not None and tensors.is_tensor(call.args[0])
+    if dotted == "copy.deepcopy" and copied:
         return DEEPCOPY
+    if dotted == "copy.copy" and copied:
+        return SHALLOW_COPY
+    if dotted == "torch.repeat_interleave" and tensors is not None:
+        # data-sized when `repeats` is a tensor; `repeat_interleave(repeats)` always
+        return REPEATS_BY_TENSOR if len(call.args) == 1 or _repeats_by_tensor(call, 1, tensors) else None
+    if dotted in DATA_SIZED_FUNCTIONS:
+        return DATA_SIZED
     return None
+
+
+def _repeats_by_tensor(call: ast.Call, index: int, tensors: TensorInference) -> bool:
+    """``repeat_interleave`` given a tensor of repeats (its argument ``index`` or ``repeats=``) and no
+    ``output_size=``: the output size is the sum of the repeats (measured: int repeats, or ``output_size=``, trace)."""
+    if any(k.arg == "output_size" for k in call.keywords):
+        return False
+    repeats = next((k.value for k in call.keywords if k.arg == "repeats"), None)
+    if repeats is None and index < len(call.args):
+        repeats = call.args[index]
+    return repeats is not None and tensors.is_tensor(repeats)
 
 
 def _asynchronous(keyword: ast.keyword) -> bool:

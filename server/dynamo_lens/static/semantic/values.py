@@ -196,7 +196,19 @@ def _other_targets(node: ast.stmt) -> Iterator[str]:
     elif isinstance(node, ast.Assign) and (len(node.targets) > 1 or not isinstance(node.targets[0], ast.Name)):
         targets = list(node.targets)
     for target in targets:
-        yield from (n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        yield from _bound(target)
+
+
+def _bound(target: ast.AST) -> Iterator[str]:
+    """The names a target binds: ``a, (b, *c)``; ``y.attr = ...`` and ``y[i] = ...`` bind none (``y`` keeps its
+    value)."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _bound(element)
+    elif isinstance(target, ast.Starred):
+        yield from _bound(target.value)
 
 
 INT_METHODS = frozenset({"size", "dim", "numel", "ndimension", "nelement", "__len__"})
