@@ -115,6 +115,7 @@ CASES = (
     Case("DL301_helper_method.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124", "GB0109")),
     Case("DL301_dynamic_shape_ops.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036", "GB0033", "GB4198")),
     Case("DL301_where_mask.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036")),
+    Case("DL301_one_of_several_submodules.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036")),
     Case(
         "DL301_data_sized_and_copies.py",
         "DL301",

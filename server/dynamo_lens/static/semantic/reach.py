@@ -6,8 +6,10 @@ module instance it can be (``__call__`` for other objects), a method, a function
 reads through the instance's MRO, and every recorded call whose callee evaluates to something of the workspace
 (``self.block(x)``, ``for layer in self.layers: layer(x)``, ``helper(self, x)``, ``model(x)`` on a module passed as
 an argument or read from a module-level name). Functions and methods decorated with ``torch.compiler.disable`` are
-not entered. The walk keeps, for every node it reaches, the hop it came from: :meth:`Reach.path` is the call path a
-finding shows ("compiled here → ``GPT.forward`` → ``Block.forward``").
+not entered. A call whose callee can be an object of several classes (an attribute each builder fills with another
+embedding) runs one of them, depending on the object: each is reached only under that condition, as a call inside an
+``if`` is (the elements of a container all run). The walk keeps, for every node it reaches, the hop it came from:
+:meth:`Reach.path` is the call path a finding shows ("compiled here → ``GPT.forward`` → ``Block.forward``").
 """
 
 from __future__ import annotations
@@ -419,8 +421,13 @@ class Reach:
                 and self.classes.find_method(cls, func.attr) is not None
             ):
                 continue  # self.m(): a state event, followed in order by _self_calls
-            for state in self._entry_states(evaluator.evaluate(call.func, path, env)):
-                yield state, call.guarded
+            states = list(self._entry_states(evaluator.evaluate(call.func, path, env)))
+            # an attribute or parameter that holds an object of one of several classes runs one of them, which
+            # depends on the object (the embedding a builder passed): each runs only under that condition.
+            # Elements of a container all run (`for layer in self.layers`).
+            one_of = not _element_of_something(func) and len({s[1] for s in states if s[0] == "method"}) > 1
+            for state in states:
+                yield state, call.guarded or one_of
 
 
 def _root(target: exprs.Expr) -> exprs.Expr:
