@@ -17,7 +17,9 @@ Dynamo guards every global a compiled frame reads. What the guard checks depends
   frame silently runs in eager mode (with `fullgraph=True` the ninth call raises `FailOnRecompileLimitHit`).
 * `str`: one compile per distinct value, never dynamic: limit hit, like ints.
 * a list or tuple of changing length: `len(G['SIZES']) == 2`, one compile per length: limit hit.
-* `float`: one recompile, then Dynamo makes the value dynamic (2 compiles in all).
+* `float`: one recompile, then Dynamo makes the value dynamic (2 compiles in all). With `dynamic=False` at the compile
+  site it is never made dynamic: every value recompiles, the limit is hit (reported as a warning, naming the site);
+  with `dynamic=True` it is symbolic from the first call (1 compile, not reported).
 * `bool`, or `None` later replaced by an object: one recompile per value (2 compiles in all).
 * a tensor rebound to another tensor of the same dtype, shape and strides: free (tensors are guarded on metadata).
 
@@ -77,13 +79,14 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.bodies import (
     FunctionBody,
     InsideCompiledCandidate,
@@ -93,6 +96,7 @@ from dynamo_lens.static.semantic.bodies import (
 )
 from dynamo_lens.static.semantic.evaluate import FunctionValue
 from dynamo_lens.static.semantic.values import ValueKind, kind_of, merge_kinds, range_loop_names
+from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -109,9 +113,13 @@ RULE = Rule(
 )
 
 
-RECOMPILE_LIMIT = 8
 UNBOUNDED = frozenset({"int", "str", "list", "tuple"})
 BOUNDED = frozenset({"float", "bool"})
+FLOAT_COST = "one recompile, then the value is dynamic"
+FLOAT_STATIC_COST = (
+    f"under `dynamic=False` a float is never made dynamic, so every new value recompiles, and after {RECOMPILE_LIMIT} "
+    "compiles (recompile_limit) the code runs eagerly"
+)
 
 
 @dataclass(slots=True)
@@ -402,7 +410,7 @@ def _candidate(
     elif kind in BOUNDED:
         severity = Severity.INFO
         guard = f"`{source} == <value>`"
-        cost = "one recompile, then the value is dynamic" if kind == "float" else "one compile per value"
+        cost = FLOAT_COST if kind == "float" else "one compile per value"
     elif kind == "tensor" and "none" in kinds and is_name:
         severity = Severity.INFO
         guard = f"`{source} is None`"
@@ -444,6 +452,17 @@ def judge_global(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> I
         _called_in_loop(index, path, setter) or index.sites_for_scope(path, setter) for setter in setters
     ):
         return  # set once (at start-up, say): whether after compiled code ran cannot be told
+    if data["kind"] == "float":
+        dynamic = settings.compile_option(index.sites_for_scope(path, candidate.function), "dynamic")
+        if dynamic is not None and dynamic[0] == "True":
+            return  # measured: symbolic from the first call (1 compile)
+        if dynamic is not None and dynamic[0] == "False" and FLOAT_COST in candidate.message:
+            candidate = replace(
+                candidate,
+                message=candidate.message.replace(FLOAT_COST, FLOAT_STATIC_COST),
+                severity=RULE.default_severity,
+                related=(*candidate.related, settings.compiled_with(dynamic, "dynamic")),
+            )
     yield from judge(candidate, index)
 
 

@@ -71,6 +71,7 @@ from dynamo_lens.static.semantic.bodies import (
     target_names,
 )
 from dynamo_lens.static.semantic.values import ValueKind, kind_of, merge_kinds, range_loop_names
+from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
 RULE = Rule(
     code="DL205",
@@ -84,7 +85,6 @@ RULE = Rule(
 )
 
 
-RECOMPILE_LIMIT = 8
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 

@@ -66,8 +66,8 @@ PYTHON_CONVERSIONS: dict[str, ValueKind] = {
 
 class TensorInference:
     """Which expressions of one function are tensors: ``torch.*`` calls, tensor methods, arguments annotated
-    ``torch.Tensor``, arithmetic/comparisons/subscripts of tensors, and local names only ever assigned tensors
-    (decided lazily, name by name, when a check asks)."""
+    ``torch.Tensor``, arithmetic/comparisons/subscripts of tensors, and local names only ever assigned tensors or
+    unpacked from one (``lo, hi = torch.aminmax(x)``; decided lazily, name by name, when a check asks)."""
 
     def __init__(
         self, function: ast.FunctionDef | ast.AsyncFunctionDef, statements: Sequence[ast.stmt], resolve: Resolve
@@ -115,6 +115,11 @@ class TensorInference:
         for node in self.statements:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 assigned.setdefault(node.targets[0].id, []).append(node.value)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and _flat_names(node.targets[0]):
+                # `lo, hi = torch.aminmax(x)`, `h, w = x.shape`: each name holds an element of the value
+                for index, element in enumerate(_flat_names(node.targets[0])):
+                    item = ast.Subscript(node.value, ast.Constant(index), ast.Load())
+                    assigned.setdefault(element, []).append(item)
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
                 assigned.setdefault(node.target.id, []).append(node.value)
             else:
@@ -186,6 +191,13 @@ def _is_torch_tensor_function(dotted: str) -> bool:
     return False
 
 
+def _flat_names(target: ast.expr) -> list[str]:
+    """The names of ``a, b = ...`` (a flat tuple or list of plain names), else nothing."""
+    if not isinstance(target, ast.Tuple | ast.List) or not all(isinstance(e, ast.Name) for e in target.elts):
+        return []
+    return [e.id for e in target.elts if isinstance(e, ast.Name)]
+
+
 def _other_targets(node: ast.stmt) -> Iterator[str]:
     """Names bound by loops, ``with ... as``, tuple unpacking and augmented assignment."""
     targets: list[ast.AST] = []
@@ -194,6 +206,8 @@ def _other_targets(node: ast.stmt) -> Iterator[str]:
     elif isinstance(node, (ast.With, ast.AsyncWith)):
         targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
     elif isinstance(node, ast.Assign) and (len(node.targets) > 1 or not isinstance(node.targets[0], ast.Name)):
+        if len(node.targets) == 1 and _flat_names(node.targets[0]):
+            return  # each name holds an element of the value (`_collect_assignments`)
         targets = list(node.targets)
     for target in targets:
         yield from _bound(target)
