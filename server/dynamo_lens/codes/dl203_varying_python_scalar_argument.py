@@ -113,9 +113,9 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         counters = loop_scalars(loops, partial(table.value_of, scope, before=here))
         site = handle_call.handle.site
         dynamic = dict(site.options).get("dynamic")
-        params = _parameters(ctx, site, definitions)
         callee = _callee(ctx, site, definitions)
-        used = {n.id for n in ast.walk(callee[0]) if isinstance(n, ast.Name)} if callee is not None else None
+        params = _parameters(callee)
+        used = _names_read(callee[0]) if callee is not None else None
         for position, argument in _arguments(handle_call):
             kind = scalar_kind(argument, counters)
             if kind is None:
@@ -126,7 +126,8 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
                 name = params[position] if position < len(params) else f"#{position + 1}"
             if used is not None and name in params and name not in used:
                 continue  # measured: an argument the compiled code never reads is not guarded (1 compile)
-            candidate = _candidate(ctx, handle_call, site, argument, kind, name, dynamic, definitions)
+            definition = callee[0] if callee is not None else None
+            candidate = _candidate(ctx, handle_call, site, argument, kind, name, dynamic, definition)
             if candidate is not None:
                 yield candidate
 
@@ -139,7 +140,7 @@ def _candidate(
     kind: Kind,
     param: str,
     dynamic: str | None,
-    definitions: dict[str, ast.FunctionDef],
+    definition: ast.FunctionDef | None,
 ) -> UsageCandidate | None:
     label = f"argument {param}" if param.startswith("#") else f"`{param}`"
     text = f"`{ctx.source(argument, 40)}`"
@@ -161,7 +162,7 @@ def _candidate(
         severity = RULE.default_severity
     elif dynamic == "True":
         return None  # symbolic from the first call
-    elif _ranges_over(ctx, site, definitions, param):
+    elif _ranges_over(definition, param):
         message = (
             f"{text} changes {label} of compiled `{callee}` on every iteration, and `{param}` is a `range()` bound "
             "there: torch 2.13 keeps it specialised, so every value compiles again (8 compiles, then "
@@ -205,11 +206,11 @@ def _differing_literals(
         definition, skip = callee
         if not any(isinstance(n, ast.Attribute) for statement in definition.body for n in ast.walk(statement)):
             continue  # no tensor work: Dynamo finds no graph to compile, skips the frame and guards nothing
-        read = {n.id for n in ast.walk(definition) if isinstance(n, ast.Name)}
+        read = _names_read(definition)
         for param, groups in _literal_groups(definition, skip, site_calls).items():
             if len(groups) < 2 or param not in read:
                 continue
-            entries, reason = _entries(ctx, site, definitions, param, list(groups))
+            entries, reason = _entries(site, definition, param, list(groups))
             if entries < 2:
                 continue
             main = max(groups.values(), key=lambda g: (sum(c.at.loop_depth > 0 for c, _ in g), len(g)))
@@ -251,13 +252,7 @@ def _literal_groups(
     return found
 
 
-def _entries(
-    ctx: FileContext,
-    site: CompileSite,
-    definitions: dict[str, ast.FunctionDef],
-    param: str,
-    values: list[Literal],
-) -> tuple[int, str]:
+def _entries(site: CompileSite, definition: ast.FunctionDef, param: str, values: list[Literal]) -> tuple[int, str]:
     """How many entries the values compile, and why: one each for bools and strings, and for ints under
     ``dynamic=False`` or as a ``range()`` bound; otherwise the second int makes it dynamic (2 in all; 1 under
     ``dynamic=True``)."""
@@ -267,7 +262,7 @@ def _entries(
     dynamic = dict(site.options).get("dynamic")
     if dynamic == "False":
         return len(values), "the compile site says `dynamic=False`: torch 2.13 compiles once per value"
-    if _ranges_over(ctx, site, definitions, param):
+    if _ranges_over(definition, param):
         return len(values), f"`{param}` is a `range()` bound there: torch 2.13 keeps it specialised, once per value"
     reason = "torch 2.13 specialises the first int it sees, recompiles once for another, then keeps it dynamic"
     return (1 if dynamic == "True" else 2), reason
@@ -308,9 +303,8 @@ def _arguments(handle_call: HandleCall) -> Iterator[tuple[int | str, ast.expr]]:
             yield keyword.arg, keyword.value
 
 
-def _parameters(ctx: FileContext, site: CompileSite, definitions: dict[str, ast.FunctionDef]) -> list[str]:
+def _parameters(callee: tuple[ast.FunctionDef, int] | None) -> list[str]:
     """The positional parameter names a call of the compiled callable binds."""
-    callee = _callee(ctx, site, definitions)
     if callee is None:
         return []
     definition, skip = callee
@@ -352,17 +346,22 @@ def _built_class(expr: exprs.Expr) -> str | None:
     return expr.func.ref.dotted.partition(".")[0]
 
 
-def _ranges_over(ctx: FileContext, site: CompileSite, definitions: dict[str, ast.FunctionDef], param: str) -> bool:
+def _names_read(definition: ast.FunctionDef) -> set[str]:
+    """The names the body of ``definition`` reads (not its decorators or defaults)."""
+    return {n.id for statement in definition.body for n in ast.walk(statement) if isinstance(n, ast.Name)}
+
+
+def _ranges_over(definition: ast.FunctionDef | None, param: str) -> bool:
     """``param`` is a ``range()`` bound in the compiled ``def`` (Dynamo then keeps the int specialised)."""
-    callee = _callee(ctx, site, definitions)
-    if callee is None:
+    if definition is None:
         return False
     return any(
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id == "range"
         and any(isinstance(arg, ast.Name) and arg.id == param for arg in node.args)
-        for node in ast.walk(callee[0])
+        for statement in definition.body
+        for node in ast.walk(statement)
     )
 
 

@@ -420,17 +420,32 @@ def _candidate(
     rebinds = [b for b in bindings if b.rebinds]
     where, related = rebinding_places(ctx, [b.target for b in rebinds], f"`{shown}` assigned here")
     what_changes = f"the global {kind} `{shown}` is assigned again" if is_name else f"`{shown}` ({kind}) is changed"
-    message = f"{what_changes} ({where}); compiled code that reads it makes Dynamo guard {guard}: {cost} (torch 2.13)"
+    subject = f"{what_changes} ({where})"
     owner = read.id if isinstance(read, ast.Name) else shown.partition(".")[0].partition("[")[0]
     return InsideCompiledCandidate(
         code=RULE.code,
         span=ctx.span(read),
         function=body.qualname,
-        message=message,
+        message=_message(subject, guard, cost),
         severity=severity,
         related=related,
-        data=(("name", shown), ("kind", kind), ("global", owner), ("setters", _setters(rebinds))),
+        data=(
+            ("name", shown),
+            ("kind", kind),
+            ("global", owner),
+            ("setters", _setters(rebinds)),
+            ("subject", subject),
+            ("guard", guard),
+        ),
     )
+
+
+MESSAGE_PARTS = ("subject", "guard")
+"""Keys of a candidate's data that only rebuild its message once the site's ``dynamic=`` decides the cost."""
+
+
+def _message(subject: str, guard: str, cost: str) -> str:
+    return f"{subject}; compiled code that reads it makes Dynamo guard {guard}: {cost} (torch 2.13)"
 
 
 def _setters(rebinds: list[Binding]) -> str:
@@ -456,14 +471,15 @@ def judge_global(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> I
         dynamic = settings.compile_option(index.sites_for_scope(path, candidate.function), "dynamic")
         if dynamic is not None and dynamic[0] == "True":
             return  # measured: symbolic from the first call (1 compile)
-        if dynamic is not None and dynamic[0] == "False" and FLOAT_COST in candidate.message:
+        if dynamic is not None and dynamic[0] == "False":
             candidate = replace(
                 candidate,
-                message=candidate.message.replace(FLOAT_COST, FLOAT_STATIC_COST),
+                message=_message(data["subject"], data["guard"], FLOAT_STATIC_COST),
                 severity=RULE.default_severity,
                 related=(*candidate.related, settings.compiled_with(dynamic, "dynamic")),
             )
-    yield from judge(candidate, index)
+    public = tuple((key, value) for key, value in candidate.data if key not in MESSAGE_PARTS)
+    yield from judge(replace(candidate, data=public), index)
 
 
 def _called_in_loop(index: WorkspaceIndex, path: str, qualname: str) -> bool:
