@@ -92,6 +92,8 @@ class Lowering:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._functions: dict[int, _FunctionNames] | None = None
+        self._def_lines: dict[tuple[int, str], list[int]] | None = None
+        self._loops: dict[int, list[tuple[int, int]]] | None = None
         self._module_isinstance: IsinstanceGuards | None = None
         self._stack: list[int] = []
         self._bound: dict[tuple[int, str], Expr] = {}
@@ -342,9 +344,16 @@ class Lowering:
                 break
         defined = self.ctx.local_defs.get(function.qualname, {}).get(name)
         if not before:
-            # only bound later (a loop carries it around): any of them, but the nested def is what its own
-            # rebinding reads (`update = torch.compile(update)`)
-            chosen = [b for b in bindings if defined is None or not _in_value(b.node, position)]
+            # only bound later: what a loop around the read carries back to it (any binding, when the name has no
+            # value before at all); the parameter or nested def is what the first rebinding reads
+            # (`update = torch.compile(update)`)
+            unbound = name not in names.params and not self._defined_before(function, name, position)
+            chosen = [
+                b
+                for b in bindings
+                if (defined is None or not _in_value(b.node, position))
+                and (unbound or self._loop_carries(function, b, position))
+            ]
         options: list[Expr] = []
         if not dominated and name in names.params:
             options.append(exprs.Param(function.qualname, name, names.params[name]))
@@ -368,6 +377,32 @@ class Lowering:
             # `def update(...)` then `update = torch.compile(update)`: the name read there is the nested function
             options.append(exprs.Named(Ref(defined, LOCAL)))
         return _one_of(options)
+
+    def _loop_carries(self, function: Scope, binding: _Binding, position: Position) -> bool:
+        """A loop of ``function`` holds both the binding and ``position``: the next iteration reads what it bound."""
+        if self._loops is None:
+            self._loops = {}
+            for at in self.ctx.nodes(ast.For, ast.AsyncFor, ast.While):
+                if at.scope.function is not None:
+                    node = at.node
+                    self._loops.setdefault(id(at.scope.function.node), []).append(
+                        (node.lineno, node.end_lineno or node.lineno)  # type: ignore[attr-defined]
+                    )
+        lines = (binding.position[0], position[0])
+        return any(all(start <= line <= end for line in lines) for start, end in self._loops.get(id(function.node), ()))
+
+    def _defined_before(self, function: Scope, name: str, position: Position) -> bool:
+        """A ``def name`` directly in ``function`` comes before ``position``: what the name holds there is that
+        function (``update = wrap(update)`` after ``def update``), not what later statements bind it to."""
+        if self._def_lines is None:
+            self._def_lines = {}
+            for at in self.ctx.nodes(ast.FunctionDef, ast.AsyncFunctionDef):
+                owner = at.scope.function
+                if owner is not None:
+                    node = at.node
+                    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                    self._def_lines.setdefault((id(owner.node), node.name), []).append(node.lineno)
+        return any(line < position[0] for line in self._def_lines.get((id(function.node), name), ()))
 
     def _bound_value(self, name: str, binding: _Binding, function: Scope, depth: int) -> Expr:
         """What ``binding`` assigns to ``name``."""
