@@ -32,6 +32,9 @@ class GraphBreak:
     """The inputs the flag lifts the break for, when it does not for all (``tolist()``: integer tensors)."""
     skips_function: bool = False
     """Dynamo gives up on the function the call is in (measured: nothing compiled for it), wherever the call sits."""
+    deliberate: bool = False
+    """The code asks for this break (``graph_break()``, a ``compiler.disable``d callee): a cost to know, not a
+    mistake, unless it sits in a loop (where Dynamo gives up on the whole frame)."""
 
     def installed_id(self) -> str:
         """This break's id in the registry of the torch installed here (ids are renumbered between releases: the
@@ -135,6 +138,21 @@ USER_GRAPH_BREAK = GraphBreak(
     "GB0025",
     "Call to `torch._dynamo.graph_break()`",
     "it splits the graph on purpose: remove it when the split is no longer needed",
+    deliberate=True,
+)
+DISABLED_CALL = GraphBreak(
+    "GB0098",
+    "Skip calling `torch.compiler.disable()`d function",
+    "Dynamo runs the disabled function in Python between two graphs on every call; call it before or after the "
+    "compiled code to keep one graph",
+    deliberate=True,
+)
+DISABLED_METHOD = GraphBreak(
+    "GB0099",
+    "Skip inlining `torch.compiler.disable()`d function",
+    "Dynamo runs the disabled method in Python between two graphs on every call; call it before or after the "
+    "compiled code to keep one graph",
+    deliberate=True,
 )
 SHALLOW_COPY = GraphBreak("GB0208", "torch.* op returned non-Tensor", "use `t.clone()` (or `t.detach()`)")
 REQUIRES_GRAD_SET = GraphBreak(

@@ -126,6 +126,8 @@ CASES = (
         gb_ids=gb("GB0036", "GB0025", "GB0208", "GB0206"),
     ),
     Case("DL301_training_step_calls.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0123", "GB0172", "GB1750")),
+    Case("DL301_disabled_function_called.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0098", "GB0099")),
+    Case("DL301_disabled_function_in_loop.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0098")),
     Case("DL301_alias_compile_call.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0109")),
     Case("DL301_library_logger.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0291")),
     Case("DL301_print_in_loop.py", "DL301", Expect.GRAPH_BREAK, compiles=0, gb_ids=gb("GB0059")),
@@ -149,6 +151,7 @@ CASES = (
     Case("DL301_ok_traceable_calls.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_uncompiled_helper.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_capture_flags.py", "DL301", Expect.QUIET, 1),
+    Case("DL301_ok_disabled_function_outside.py", "DL301", Expect.QUIET, 1),
     # DL302 data-dependent-branch
     Case("DL302_if_reduction.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_while_in_forward.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),

@@ -164,7 +164,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
         seen: set[str] = set()
         for read in body.name_loads(rebound):
             name = read.id
-            if name not in seen and _is_global_in(body, name):
+            if name not in seen and body.reads_global(name):
                 seen.add(name)
                 candidate = _candidate(ctx, body, read, name, f"G['{name}']", bindings[name])
                 if candidate is not None:
@@ -235,7 +235,7 @@ def _member_bindings(
                 lookup = module_ints
             else:
                 body = by_node.get(id(function.node))
-                if body is None or not _is_global_in(body, key[0]):
+                if body is None or not body.reads_global(key[0]):
                     continue
                 rebinds = True
             found.setdefault(key, []).append(Binding(target, value, "unknown", rebinds, lookup))
@@ -246,7 +246,7 @@ def _member_reads(
     body: FunctionBody, owners: set[str], changed: dict[MemberKey, list[Binding]]
 ) -> Iterator[tuple[ast.expr, MemberKey]]:
     """Reads of changed members in ``body``, in source order (``cfg.scale``, ``CFG["scale"]``, ``s.n += 1``)."""
-    names = {owner for owner in owners if _is_global_in(body, owner)}
+    names = {owner for owner in owners if body.reads_global(owner)}
     if not names:
         return
     pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
@@ -381,16 +381,6 @@ def _names(target: ast.AST) -> Iterator[ast.Name]:
             yield from _names(element)
     elif isinstance(target, ast.Starred):
         yield from _names(target.value)
-
-
-def _is_global_in(body: FunctionBody, name: str) -> bool:
-    """``name`` read in ``body`` refers to the module global (not a local of it or of an enclosing function)."""
-    scope: FunctionBody | None = body
-    while scope is not None:
-        if name in scope.locals():
-            return False
-        scope = scope.parent
-    return True
 
 
 def _candidate(

@@ -27,12 +27,16 @@ for it:
 | `t[mask]` read through a boolean tensor (`logits[labels != -100]`) | GB0036 "Dynamic shape operator" |
 | `torch.unique(t)`, `masked_select`, `repeat_interleave` by a tensor without `output_size=` | GB0036 (as `nonzero`) |
 | `torch._dynamo.graph_break()` | GB0025 (a break on purpose) |
+| `f(...)` of a `@torch.compiler.disable`d function | GB0098 "Skip calling `torch.compiler.disable()`d ..." |
+| `self.m(...)` of a `@torch.compiler.disable`d method | GB0099 "Skip inlining `torch.compiler.disable()`d ..." |
 | `copy.copy(t)` | GB0208 "torch.* op returned non-Tensor" |
 | `t.requires_grad = ...` | GB0206 "setattr() on Tensor.requires_grad" |
 
-The ids are those of torch 2.13. Torch renumbers them between releases (on 2.14 they are no longer sequential), so a
-message quotes the id that the installed torch's own registry (`torch/_dynamo/graph_break_registry.json`) gives the
-break's type. Where no torch is installed beside Dynamo Lens, it quotes the type alone and says so.
+A break the code asks for (`graph_break()`, a disabled callee) is an info: a cost to know about, not a mistake, except
+in a loop. The ids are those of torch 2.13. Torch renumbers them between releases (on 2.14 they are no longer
+sequential), so a message quotes the id that the installed torch's own registry
+(`torch/_dynamo/graph_break_registry.json`) gives the break's type. Where no torch is installed beside Dynamo Lens, it
+quotes the type alone and says so.
 
 ## Why it matters
 At a graph break Dynamo ends the graph, runs the call in Python and resumes in a new frame
@@ -75,7 +79,8 @@ on tensors do not break and are not reported. A logger is recognised when its na
 `logging.getLogger(...)` or to a library's `get_logger(...)` helper, and the module never binds it to anything else
 (a no-op object that stands in for the logger unless an environment variable asks for logging traces without a
 break). Calls are followed into functions of the same workspace that the compiled code calls directly; functions
-decorated with `torch.compiler.disable` are not traced. A call that runs only under a condition (its own `if`, or a
+decorated with `torch.compiler.disable` are not traced; a call of one is reported only when it is defined in the same
+file as the compiled code that calls it. A call that runs only under a condition (its own `if`, or a
 call made conditionally on the way from the compile site) is a hint: whether the program takes that branch is
 decided by its configuration and inputs, which a scan cannot see.
 
@@ -114,6 +119,8 @@ from dynamo_lens.torch_facts import (
     DATA_SIZED,
     DEEPCOPY,
     DEVICE_CONTEXT,
+    DISABLED_CALL,
+    DISABLED_METHOD,
     IS_INFERENCE,
     ITEM,
     LOGGER,
@@ -145,6 +152,7 @@ RULE = Rule(
 )
 
 
+COMPILER_DISABLE = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 LOGGING_FUNCTIONS = frozenset(f"logging.{name}" for name in LOGGER_METHODS)
 GET_LOGGER = "logging.getLogger"
@@ -174,6 +182,7 @@ ATTRIBUTES = LOGGER_METHODS | {"item", "tolist", "backward", "P2POp", "device"} 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     loggers: frozenset[str] | None = None
     rnn_attributes: dict[str, frozenset[str]] | None = None
+    disabled: frozenset[str] | None = None
     for body in function_bodies(ctx):
         calls = body.memoised("DL301-shape", None, partial(_shaped_like_breaks, body))
         breaks: list[tuple[ast.expr, ast.AST, GraphBreak]] = [
@@ -188,6 +197,10 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
         recurrent = rnn_attributes.get(body.qualname.rpartition(".")[0])
         if recurrent:
             breaks += [(call, call, RNN) for call in body.calls if _calls_self_attribute(body, call, recurrent)]
+        if disabled is None:
+            disabled = frozenset().union(*ctx.per_block("DL301-disabled", partial(_disabled_defs, ctx)))
+        if disabled:
+            breaks += [(call, call, found) for call in body.calls if (found := _disabled_call(body, call, disabled))]
         if calls:
             if loggers is None:
                 loggers = _always_loggers(ctx.per_block("DL301-loggers", partial(_logger_names, ctx)))
@@ -217,6 +230,34 @@ def _rnn_attributes(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                 found.setdefault(function.qualname.rpartition(".")[0], set()).add(target.attr)
     return {owner: frozenset(attrs) for owner, attrs in found.items()}
+
+
+def _disabled_defs(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> frozenset[str]:
+    """Qualified names of the module-level functions and methods of one block decorated with
+    ``torch.compiler.disable`` (or ``torch._dynamo.disable``): Dynamo never traces them."""
+    found: set[str] = set()
+    for at in nodes.get(ast.FunctionDef, ()):
+        node = at.node
+        assert isinstance(node, ast.FunctionDef)
+        if at.scope.kind == "function":
+            continue  # a nested def: called through its enclosing function's locals, not looked up here
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if ctx.resolve(target) in COMPILER_DISABLE:
+                found.add(f"{at.scope.qualname}.{node.name}" if at.scope.qualname else node.name)
+    return frozenset(found)
+
+
+def _disabled_call(body: FunctionBody, call: ast.Call, disabled: frozenset[str]) -> GraphBreak | None:
+    """``f(...)`` of a disabled module-level function of this file (not shadowed by a local ``f``), or
+    ``self.m(...)`` of a disabled method of the class ``body`` is a method of."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return DISABLED_CALL if func.id in disabled and body.reads_global(func.id) else None
+    owner = body.qualname.rpartition(".")[0]
+    if isinstance(func, ast.Attribute) and f"{owner}.{func.attr}" in disabled:
+        return DISABLED_METHOD if _calls_self_attribute(body, call, frozenset({func.attr})) else None
+    return None
 
 
 def _calls_self_attribute(body: FunctionBody, call: ast.Call, attrs: frozenset[str]) -> bool:
@@ -444,7 +485,7 @@ def _candidate(
         span=ctx.span(node),
         function=body.qualname,
         message=message,
-        severity=RULE.default_severity,
+        severity=Severity.INFO if found.deliberate and not in_loop else RULE.default_severity,
         data=(
             ("gb_id", found.installed_id()),
             ("call", text),

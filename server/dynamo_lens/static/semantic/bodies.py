@@ -104,6 +104,15 @@ class FunctionBody:
             self._locals = names - declared
         return self._locals
 
+    def reads_global(self, name: str) -> bool:
+        """``name`` read here is the module's (neither a local of this function nor of an enclosing one)."""
+        scope: FunctionBody | None = self
+        while scope is not None:
+            if name in scope.locals():
+                return False
+            scope = scope.parent
+        return True
+
     def tensors(self, ctx: FileContext) -> TensorInference:
         if self._tensors is None:
             self._tensors = TensorInference(self.node, self.statements, ctx.resolve)
@@ -337,5 +346,9 @@ def _in_module_forward(index: WorkspaceIndex, path: str, function: str) -> bool:
     if method == "forward":
         return True
     summary = index.class_summary((path, owner))
-    forward = summary.method("forward") if summary is not None else None
-    return forward is not None and any(e.kind == "call" and e.attr == method for e in forward.events)
+    if summary is None:
+        return False
+    forward, called = summary.method("forward"), summary.method(method)
+    if forward is None or (called is not None and called.disabled):
+        return False  # Dynamo never traces a `compiler.disable`d method
+    return any(e.kind == "call" and e.attr == method for e in forward.events)
