@@ -421,3 +421,54 @@ def test_no_torch_installed_means_no_graph_break_id(monkeypatch) -> None:
         torch_facts.installed_gb_ids.cache_clear()
     assert "no torch is installed here to give its graph-break id" in found.message
     assert "GB0124" not in found.message and found.data["gb_id"] == ""
+
+
+@pytest.mark.parametrize(
+    ("setting", "reported"),
+    [
+        ('os.environ["TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS"] = "1"', False),
+        ('os.environ.setdefault("TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS", "1")', False),
+        ('os.environ["TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS"] = "0"', True),
+        ('os.environ["TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS"] = flag', True),
+    ],
+)
+def test_capture_flag_from_the_environment(setting: str, reported: bool) -> None:
+    findings = analyse(
+        (
+            "/ws/a.py",
+            f"""
+            import os
+            import torch
+
+            {setting}
+
+            @torch.compile
+            def f(x):
+                return x.sum().item()
+            """,
+        )
+    )
+    assert bool(only(findings, "DL301")) is reported
+
+
+def test_environment_set_after_a_compile_changes_nothing() -> None:
+    """Dynamo reads the variable when the first compile imports it (measured by the probe: a later `os.environ`
+    write leaves `capture_scalar_outputs` False), so a break below the write is still reported."""
+    findings = analyse(
+        (
+            "/ws/a.py",
+            """
+            import os
+            import torch
+
+            warm = torch.compile(torch.nn.Linear(2, 2))
+            os.environ["TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS"] = "1"
+
+            @torch.compile
+            def f(x):
+                return x.sum().item()
+            """,
+        )
+    )
+    [found] = only(findings, "DL301")
+    assert (found.span.line, found.severity) == (10, Severity.WARNING)

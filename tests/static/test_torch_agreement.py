@@ -61,6 +61,9 @@ class Case:
     limit_hit: bool = False
     gb_ids: frozenset[str] = frozenset()
     """Graph-break registry ids torch must report (all of them, for GRAPH_BREAK cases)."""
+    fresh: bool = False
+    """The script sets environment variables Dynamo reads when it is first imported: it runs alone, in a probe of
+    its own (in a shared probe an earlier script has imported Dynamo already)."""
 
     @property
     def script(self) -> Path:
@@ -152,6 +155,7 @@ CASES = (
     Case("DL301_ok_uncompiled_helper.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_capture_flags.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_disabled_function_outside.py", "DL301", Expect.QUIET, 1),
+    Case("DL301_ok_capture_flags_from_environment.py", "DL301", Expect.QUIET, 1, fresh=True),
     # DL302 data-dependent-branch
     Case("DL302_if_reduction.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_while_in_forward.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
@@ -214,14 +218,21 @@ class Observed:
 
 @pytest.fixture(scope="module")
 def observed() -> dict[str, Observed]:
-    """Runs every case once, in one subprocess (torch is imported once)."""
-    scripts = [str(case.script) for case in CASES]
+    """Runs every case once: all in one subprocess (torch is imported once), but each ``fresh`` case in its own."""
+    results = _probe([str(case.script) for case in CASES if not case.fresh])
+    for case in CASES:
+        if case.fresh:
+            results.update(_probe([str(case.script)]))
+    return {case.fixture: Observed.from_probe(case, results[str(case.script)]) for case in CASES}
+
+
+def _probe(scripts: list[str]) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, str(PROBE), *scripts], capture_output=True, text=True, timeout=600, check=False
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    results: dict[str, Any] = json.loads(done.stdout)
-    return {case.fixture: Observed.from_probe(case, results[str(case.script)]) for case in CASES}
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
 
 
 @pytest.mark.slow

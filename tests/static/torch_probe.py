@@ -9,7 +9,9 @@ goes to stdout, keyed by the script's path::
      "graph_breaks": [{"path": ..., "line": 14, "gb_type": "...", "gb_id": "GB0124"}],
      "limit_hits": ["recompile_limit"], "error": null}
 
-Scripts must not depend on each other; their own stdout is discarded.
+Scripts must not depend on each other; their own stdout is discarded. ``torch._dynamo`` is imported only when the
+first script compiles, as in a fresh ``python script.py``: a script that sets the environment variables Dynamo reads
+its settings from on that import (``TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS``) must run first, alone in its probe.
 """
 
 from __future__ import annotations
@@ -46,10 +48,10 @@ class Recorder(logging.Handler):
 
 
 def graph_break_ids() -> dict[str, str]:
-    """``Gb_type`` → ``GBnnnn`` from the installed torch's graph-break registry."""
-    import torch._dynamo
+    """``Gb_type`` → ``GBnnnn`` from the installed torch's graph-break registry (read without importing Dynamo)."""
+    import torch
 
-    registry = Path(torch._dynamo.__file__).with_name("graph_break_registry.json")
+    registry = Path(torch.__file__).parent / "_dynamo" / "graph_break_registry.json"
     entries: dict[str, list[dict[str, Any]]] = json.loads(registry.read_text(encoding="utf-8"))
     return {entry[0]["Gb_type"]: gb_id for gb_id, entry in entries.items() if entry}
 
@@ -97,7 +99,11 @@ def parse_graph_break(message: str, scenario: str, ids: dict[str, str]) -> dict[
 @contextlib.contextmanager
 def dynamo_config_restored() -> Iterator[None]:
     """Put back every ``torch._dynamo.config`` setting a scenario changed (``capture_scalar_outputs = True`` at module
-    level must not leak into the next scenario of the same process)."""
+    level must not leak into the next scenario of the same process). Before the first compile there is nothing to
+    restore: the scenario imports Dynamo itself."""
+    if "torch._dynamo" not in sys.modules:
+        yield
+        return
     import torch._dynamo
 
     saved = torch._dynamo.config.get_config_copy()
@@ -109,12 +115,13 @@ def dynamo_config_restored() -> Iterator[None]:
 
 
 def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str, Any]:
-    import torch._dynamo
-    import torch._dynamo.utils as dynamo_utils
+    if "torch._dynamo" in sys.modules:  # an earlier scenario compiled: forget what it left
+        import torch._dynamo
+        import torch._dynamo.utils as dynamo_utils
 
-    torch._dynamo.reset()
-    dynamo_utils.counters.clear()
-    dynamo_utils.clear_compilation_metrics()
+        torch._dynamo.reset()
+        dynamo_utils.counters.clear()
+        dynamo_utils.clear_compilation_metrics()
     recorder.records.clear()
     error = None
     # Like `python path`: the script's directory first on sys.path, so a multi-file case imports its siblings;
@@ -136,6 +143,8 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
                     and Path(path).parent in Path(str(sys.modules[name].__file__)).parents
                 ):
                     del sys.modules[name]
+    import torch._dynamo.utils as dynamo_utils
+
     compiles: dict[str, int] = {}
     for metric in dynamo_utils.get_compilation_metrics():
         if metric.fail_type is None and metric.co_filename and Path(metric.co_filename).parent == Path(path).parent:

@@ -65,7 +65,9 @@ shape).
 Measured on 2.13: under `capture_scalar_outputs = True` Dynamo traces `.item()`, `int(t)`, `float(t)` and `tolist()`
 of integer tensors (a `bool(t)` that steers a branch still breaks, GB0170); under
 `capture_dynamic_output_shape_ops = True` it traces `nonzero` and one-argument `torch.where`. The scan reads
-`torch._dynamo.config.<flag> = True` and `torch._dynamo.config.patch(<flag>=True)` in the workspace. Where every
+`torch._dynamo.config.<flag> = True` and `torch._dynamo.config.patch(<flag>=True)` in the workspace, and
+`os.environ["TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS"] = "1"` (or `..._CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS`) at module level
+above any compile of its file: Dynamo reads those variables once, when the first compile imports it. Where every
 program that runs the compile site sets the flag first (at module level of the site's file or of a file it imports,
 above the site in its own function, or as a `patch` decorator around it) the call is not reported; where only some
 program sets it (a training recipe that calls a shared compile helper), the finding is a hint that points at the

@@ -232,7 +232,8 @@ class AttrWrite:
 
 @dataclass(frozen=True, slots=True)
 class DynamoSetting:
-    """``torch._dynamo.config.<name> = <value>``, or ``<name>=<value>`` in ``torch._dynamo.config.patch(...)``."""
+    """``torch._dynamo.config.<name> = <value>``, ``<name>=<value>`` in ``torch._dynamo.config.patch(...)``, or the
+    environment variable Dynamo reads the setting from."""
 
     name: str
     """The setting's current name (``cache_size_limit`` is recorded as ``recompile_limit``)."""
@@ -245,6 +246,9 @@ class DynamoSetting:
     """For a ``patch`` decorator: the qualified name of the function it applies to."""
     conditional: bool = False
     """Made under an ``if``/loop/``try`` of its scope: not every run makes it."""
+    environment: str = ""
+    """The environment variable it is made through (``os.environ["TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS"] = "1"``),
+    ``""`` for the config itself. Dynamo reads it once, when ``torch._dynamo`` is first imported."""
 
 
 @dataclass(frozen=True, slots=True)

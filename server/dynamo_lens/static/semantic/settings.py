@@ -1,7 +1,8 @@
 """Which Dynamo settings the workspace changes, and which of them decide a compile site's behaviour.
 
 A file records every ``torch._dynamo.config.<name> = <value>`` and ``torch._dynamo.config.patch(<name>=<value>)``
-(as a call, decorator or ``with``) it makes (:func:`settings_in`). A check asks :func:`decide` whether a setting is
+(as a call, decorator or ``with``) it makes, and the ``os.environ`` variables Dynamo reads settings from
+(:func:`settings_in`). A check asks :func:`decide` whether a setting is
 in force for the code a compile site compiles:
 
 * *certain*: every program that runs the site runs the setting first: it is made at module level of the site's own
@@ -31,6 +32,13 @@ CONFIG = "torch._dynamo.config"
 PATCH = f"{CONFIG}.patch"
 ALIASES = {"cache_size_limit": "recompile_limit", "accumulated_cache_size_limit": "accumulated_recompile_limit"}
 """Old names torch keeps as aliases of the current ones."""
+ENVIRONMENT = {
+    "TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS": "capture_scalar_outputs",
+    "TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS": "capture_dynamic_output_shape_ops",
+    "TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES": "automatic_dynamic_shapes",
+}
+"""Environment variables ``torch/_dynamo/config.py`` (2.13) reads as the default of a setting: ``"1"`` is True."""
+ENVIRON = "os.environ"
 
 
 def settings_in(ctx: FileContext, assigns: Iterable[NodeAt], calls: Iterable[NodeAt]) -> Iterator[DynamoSetting]:
@@ -41,10 +49,15 @@ def settings_in(ctx: FileContext, assigns: Iterable[NodeAt], calls: Iterable[Nod
         for target in node.targets:
             if isinstance(target, ast.Attribute) and ctx.resolve(target.value) == CONFIG and not at.eager_only:
                 yield _setting(ctx, target.attr, node.value, target, at)
+            elif isinstance(target, ast.Subscript) and ctx.resolve(target.value) == ENVIRON:
+                yield from _environment(ctx, target.slice, node.value, target, at)
     for at in calls:
         call = at.node
         assert isinstance(call, ast.Call)
-        if at.eager_only or ctx.resolve(call.func) != PATCH:
+        dotted = ctx.resolve(call.func)
+        if dotted == f"{ENVIRON}.setdefault" and len(call.args) == 2:
+            yield from _environment(ctx, call.args[0], call.args[1], call, at)
+        if at.eager_only or dotted != PATCH:
             continue
         pairs: list[tuple[str, ast.expr]] = [(k.arg, k.value) for k in call.keywords if k.arg is not None]
         if len(call.args) == 2 and isinstance(first := call.args[0], ast.Constant) and isinstance(first.value, str):
@@ -61,6 +74,17 @@ def settings_in(ctx: FileContext, assigns: Iterable[NodeAt], calls: Iterable[Nod
             yield _setting(ctx, name, value, call, at, decorates, conditional=not decorates)
 
 
+def _environment(
+    ctx: FileContext, key: ast.expr, value: ast.expr, where: ast.AST, at: NodeAt
+) -> Iterator[DynamoSetting]:
+    """``os.environ["TORCHDYNAMO_..."] = "1"`` for a variable of :data:`ENVIRONMENT`."""
+    variable = key.value if isinstance(key, ast.Constant) else None
+    if not isinstance(variable, str) or variable not in ENVIRONMENT:
+        return
+    literal = repr(value.value == "1") if isinstance(value, ast.Constant) and isinstance(value.value, str) else ""
+    yield _setting(ctx, ENVIRONMENT[variable], value, where, at, literal=literal, environment=variable)
+
+
 def _setting(
     ctx: FileContext,
     name: str,
@@ -69,8 +93,11 @@ def _setting(
     at: NodeAt,
     decorates: str = "",
     conditional: bool = False,
+    literal: str | None = None,
+    environment: str = "",
 ) -> DynamoSetting:
-    literal = repr(value.value) if isinstance(value, ast.Constant) else ""
+    if literal is None:
+        literal = repr(value.value) if isinstance(value, ast.Constant) else ""
     function = at.scope.function
     return DynamoSetting(
         ALIASES.get(name, name),
@@ -79,6 +106,7 @@ def _setting(
         function.qualname if function is not None else "",
         decorates,
         conditional or at.branch_depth > 0,
+        environment,
     )
 
 
@@ -106,7 +134,7 @@ def decide(index: WorkspaceIndex, name: str, value: str, site: CompileSite) -> D
     path = site.span.path
     possible: Decision | None = None
     for setting in index.settings(name):
-        if setting.value not in (value, ""):
+        if setting.value not in (value, "") or _too_late(index, setting):
             continue
         where = setting.span.path
         if setting.value == value and _before(index, setting, site):
@@ -117,9 +145,12 @@ def decide(index: WorkspaceIndex, name: str, value: str, site: CompileSite) -> D
 
 
 def _before(index: WorkspaceIndex, setting: DynamoSetting, site: CompileSite) -> bool:
-    """``setting`` runs before ``site`` in every program that runs the site."""
+    """``setting`` runs before ``site`` in every program that runs the site; an environment variable only at module
+    level (in a function, it may run after the first compile has imported Dynamo)."""
     path = site.span.path
     if setting.conditional:
+        return False
+    if setting.environment and setting.function:
         return False
     if setting.span.path != path:
         return not setting.function and not setting.decorates and index.files.imported_by(path, setting.span.path)
@@ -128,6 +159,15 @@ def _before(index: WorkspaceIndex, setting: DynamoSetting, site: CompileSite) ->
     if setting.span.line >= site.span.line:
         return False
     return not setting.function or setting.function == site.scope
+
+
+def _too_late(index: WorkspaceIndex, setting: DynamoSetting) -> bool:
+    """An environment variable set below a compile site of its file: every program that runs the write has
+    imported Dynamo before it, and Dynamo reads the variable only then (measured: the write changes nothing)."""
+    if not setting.environment:
+        return False
+    path, line = setting.span.path, setting.span.line
+    return any(site.span.path == path and site.span.line < line for site in index.files.compile_sites())
 
 
 def in_force(index: WorkspaceIndex, name: str, value: str, sites: Iterable[CompileSite]) -> DynamoSetting | None:
@@ -155,7 +195,8 @@ def compile_option(sites: Iterable[CompileSite], key: str) -> tuple[str, Compile
 
 def set_here(setting: DynamoSetting) -> Related:
     """The related location a finding gives for the setting that decided its cost."""
-    return Related(setting.span, f"`{setting.name}` is set here")
+    through = f" (through `{setting.environment}`)" if setting.environment else ""
+    return Related(setting.span, f"`{setting.name}` is set here{through}")
 
 
 def compiled_with(option: tuple[str, CompileSite], key: str) -> Related:
