@@ -113,6 +113,8 @@ CASES = (
     Case("DL205_closure_range_count.py", "DL205", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL205_ok_constant_cell.py", "DL205", Expect.QUIET, 1),
     Case("DL205_ok_warmup_wrapper_of_nested_def.py", "DL205", Expect.QUIET, 1),
+    Case("DL205_closure_dynamic_false.py", "DL205", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case("DL205_ok_closure_dynamic_true.py", "DL205", Expect.QUIET, 1),
     Case("DL205_ok_tensor_cell.py", "DL205", Expect.QUIET, 1),
     Case("DL205_ok_uncompiled_closure.py", "DL205", Expect.QUIET, 1),
     # DL301 graph-break-call

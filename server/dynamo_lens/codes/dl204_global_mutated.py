@@ -79,19 +79,20 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext, NodeAt
-from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.bodies import (
+    AUTOMATIC_DYNAMIC_COST,
     FunctionBody,
     InsideCompiledCandidate,
     function_bodies,
-    judge,
+    guard_message,
+    judge_automatic_dynamic,
     rebinding_places,
 )
 from dynamo_lens.static.semantic.evaluate import FunctionValue
@@ -115,11 +116,6 @@ RULE = Rule(
 
 UNBOUNDED = frozenset({"int", "str", "list", "tuple"})
 BOUNDED = frozenset({"float", "bool"})
-FLOAT_COST = "one recompile, then the value is dynamic"
-FLOAT_STATIC_COST = (
-    f"under `dynamic=False` a float is never made dynamic, so every new value recompiles, and after {RECOMPILE_LIMIT} "
-    "compiles (recompile_limit) the code runs eagerly"
-)
 
 
 @dataclass(slots=True)
@@ -400,7 +396,7 @@ def _candidate(
     elif kind in BOUNDED:
         severity = Severity.INFO
         guard = f"`{source} == <value>`"
-        cost = FLOAT_COST if kind == "float" else "one compile per value"
+        cost = AUTOMATIC_DYNAMIC_COST if kind == "float" else "one compile per value"
     elif kind == "tensor" and "none" in kinds and is_name:
         severity = Severity.INFO
         guard = f"`{source} is None`"
@@ -416,7 +412,7 @@ def _candidate(
         code=RULE.code,
         span=ctx.span(read),
         function=body.qualname,
-        message=_message(subject, guard, cost),
+        message=guard_message(subject, guard, cost),
         severity=severity,
         related=related,
         data=(
@@ -424,18 +420,9 @@ def _candidate(
             ("kind", kind),
             ("global", owner),
             ("setters", _setters(rebinds)),
-            ("subject", subject),
-            ("guard", guard),
+            *((("subject", subject), ("guard", guard)) if cost == AUTOMATIC_DYNAMIC_COST else ()),
         ),
     )
-
-
-MESSAGE_PARTS = ("subject", "guard")
-"""Keys of a candidate's data that only rebuild its message once the site's ``dynamic=`` decides the cost."""
-
-
-def _message(subject: str, guard: str, cost: str) -> str:
-    return f"{subject}; compiled code that reads it makes Dynamo guard {guard}: {cost} (torch 2.13)"
 
 
 def _setters(rebinds: list[Binding]) -> str:
@@ -457,19 +444,7 @@ def judge_global(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> I
         _called_in_loop(index, path, setter) or index.sites_for_scope(path, setter) for setter in setters
     ):
         return  # set once (at start-up, say): whether after compiled code ran cannot be told
-    if data["kind"] == "float":
-        dynamic = settings.compile_option(index.sites_for_scope(path, candidate.function), "dynamic")
-        if dynamic is not None and dynamic[0] == "True":
-            return  # measured: symbolic from the first call (1 compile)
-        if dynamic is not None and dynamic[0] == "False":
-            candidate = replace(
-                candidate,
-                message=_message(data["subject"], data["guard"], FLOAT_STATIC_COST),
-                severity=RULE.default_severity,
-                related=(*candidate.related, settings.compiled_with(dynamic, "dynamic")),
-            )
-    public = tuple((key, value) for key, value in candidate.data if key not in MESSAGE_PARTS)
-    yield from judge(replace(candidate, data=public), index)
+    yield from judge_automatic_dynamic(candidate, index)
 
 
 def _called_in_loop(index: WorkspaceIndex, path: str, qualname: str) -> bool:

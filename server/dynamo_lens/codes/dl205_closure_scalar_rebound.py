@@ -39,6 +39,11 @@ def train(x):
 Pass the value as an argument, or keep it in a tensor created once and updated in place (`scale.fill_(i + 2)`):
 tensors are guarded on metadata, not on their values.
 
+## Settings
+The compile site's `dynamic=` decides the int and float cost (measured, 12 values): under `dynamic=False` automatic
+dynamic is off, so every value compiles until `recompile_limit` (8 compiles, a warning naming the site); under
+`dynamic=True` the cell is symbolic from the first call (1 compile, nothing reported).
+
 ## Known limitations
 The analysis looks at functions nested in one file: a closure built in one module and compiled in another is seen
 only when the compiled function is defined inside the enclosing function. Kinds are inferred from the assigned
@@ -63,10 +68,12 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Severity
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic.bodies import (
+    AUTOMATIC_DYNAMIC_COST,
     FunctionBody,
     InsideCompiledCandidate,
     function_bodies,
-    judge,
+    guard_message,
+    judge_automatic_dynamic,
     rebinding_places,
     target_names,
 )
@@ -213,7 +220,7 @@ def _candidate(
         )
     elif kind in ("int", "float"):
         severity = Severity.INFO
-        cost = "one recompile, then the value is dynamic"
+        cost = AUTOMATIC_DYNAMIC_COST
     elif kind == "bool":
         severity = Severity.INFO
         cost = "one compile per value"
@@ -223,18 +230,19 @@ def _candidate(
     else:
         return None
     where, related = rebinding_places(ctx, [b.target for b in rebinds], f"`{name}` bound again here")
-    message = (
-        f"the closed-over {kind} `{name}` is bound again ({where}); compiled code that reads it makes Dynamo guard "
-        f"`{name} == <value>`: {cost} (torch 2.13)"
-    )
+    subject, guard = f"the closed-over {kind} `{name}` is bound again ({where})", f"`{name} == <value>`"
     return InsideCompiledCandidate(
         code=RULE.code,
         span=ctx.span(read),
         function=body.qualname,
-        message=message,
+        message=guard_message(subject, guard, cost),
         severity=severity,
         related=related,
-        data=(("name", name), ("kind", kind)),
+        data=(
+            ("name", name),
+            ("kind", kind),
+            *((("subject", subject), ("guard", guard)) if cost == AUTOMATIC_DYNAMIC_COST else ()),
+        ),
     )
 
 
@@ -248,4 +256,4 @@ def _bounds_range(body: FunctionBody, name: str) -> bool:
     )
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge, judged_locally=True)
+CHECK = Check(RULE.code, collect=collect, judge=judge_automatic_dynamic, judged_locally=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynamo_lens.codes import get_rule
@@ -27,6 +27,7 @@ from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.program import never_runs
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.static.summary import Candidate
+from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -295,6 +296,43 @@ def rebinding_places(ctx: FileContext, targets: Sequence[ast.expr], label: str) 
 
 
 CONDITIONAL = " (a hint: compiled code runs this only under a condition, which the scan cannot decide)"
+
+AUTOMATIC_DYNAMIC_COST = "one recompile, then the value is dynamic"
+"""What a changing int or float read by compiled code costs under ``dynamic=None`` (automatic dynamic)."""
+STATIC_COST = (
+    f"under `dynamic=False` it is never made dynamic, so every new value recompiles, and after {RECOMPILE_LIMIT} "
+    "compiles (recompile_limit) the code runs eagerly"
+)
+MESSAGE_PARTS = ("subject", "guard")
+"""Keys of the data of a candidate whose cost is :data:`AUTOMATIC_DYNAMIC_COST`: they rebuild its message once the
+site's ``dynamic=`` decides the cost (and are not the finding's)."""
+
+
+def guard_message(subject: str, guard: str, cost: str) -> str:
+    """``<what changes>; compiled code that reads it makes Dynamo guard <guard>: <cost> (torch 2.13)``."""
+    return f"{subject}; compiled code that reads it makes Dynamo guard {guard}: {cost} (torch 2.13)"
+
+
+def judge_automatic_dynamic(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
+    """``judge`` for a candidate that may cost :data:`AUTOMATIC_DYNAMIC_COST` (then its data names the
+    ``subject`` and ``guard`` of its message), at the cost the compile sites' ``dynamic=`` gives it. Measured on 2.13:
+    under ``dynamic=True`` it is symbolic from the first call (1 compile: nothing to report); under ``dynamic=False``
+    every value compiles until the limit (8 compiles: a warning naming the site)."""
+    data = dict(candidate.data)
+    public = tuple((key, value) for key, value in candidate.data if key not in MESSAGE_PARTS)
+    candidate = replace(candidate, data=public)
+    if "subject" in data:
+        dynamic = settings.compile_option(index.sites_for_scope(candidate.span.path, candidate.function), "dynamic")
+        if dynamic is not None and dynamic[0] == "True":
+            return
+        if dynamic is not None and dynamic[0] == "False":
+            candidate = replace(
+                candidate,
+                message=guard_message(data["subject"], data["guard"], STATIC_COST),
+                severity=Severity.WARNING,
+                related=(*candidate.related, settings.compiled_with(dynamic, "dynamic")),
+            )
+    yield from judge(candidate, index)
 
 
 def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
