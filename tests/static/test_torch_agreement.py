@@ -104,6 +104,11 @@ CASES = (
     Case("DL204_ok_constant_global.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_tensor_rebound.py", "DL204", Expect.QUIET, 1),
     Case("DL204_ok_not_read_by_compiled.py", "DL204", Expect.QUIET, 1),
+    Case("DL204_global_list_grown.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case("DL204_global_dict_computed_keys.py", "DL204", Expect.RECOMPILE, 4),
+    Case("DL204_global_dict_constant_key.py", "DL204", Expect.RECOMPILE, 2),
+    Case("DL204_global_set_elements.py", "DL204", Expect.RECOMPILE, 4),
+    Case("DL204_ok_global_containers_stable.py", "DL204", Expect.QUIET, 1),
     # DL205 closure-scalar-rebound: ints become dynamic after one recompile; strings and range() bounds do not
     Case("DL205_closure_loop_rebind.py", "DL205", Expect.RECOMPILE, 2),
     Case("DL205_closure_nonlocal.py", "DL205", Expect.RECOMPILE, 2),

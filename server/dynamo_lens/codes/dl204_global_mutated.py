@@ -6,7 +6,9 @@ definition: in a loop at module level, through `global NAME` in a function (a se
 augmented assignment (`STEP += 1`), including inside the compiled function itself. The finding sits on the read in
 the compiled code; the assignments are shown as related locations. The same holds for a member of a module-level
 object or dict that the program changes the same ways (`cfg.scale = step`, `HPARAMS["lr"] = lr`, `state.step += 1`
-in a helper): Dynamo guards `G['cfg'].scale == 2` like a global.
+in a helper): Dynamo guards `G['cfg'].scale == 2` like a global. And a module-level list, dict or set that compiled
+code changes in place (`HISTORY.append(y)`, a lazy cache `CACHE[key] = v`, `SEEN.add(n)`), reported at its first
+read in the compiled function, where Dynamo installs (and reports the failure of) its guard.
 
 ## Why it matters
 Dynamo guards every global a compiled frame reads. What the guard checks depends on the value (torch 2.13,
@@ -22,6 +24,10 @@ Dynamo guards every global a compiled frame reads. What the guard checks depends
   with `dynamic=True` it is symbolic from the first call (1 compile, not reported).
 * `bool`, or `None` later replaced by an object: one recompile per value (2 compiles in all).
 * a tensor rebound to another tensor of the same dtype, shape and strides: free (tensors are guarded on metadata).
+* a list that compiled code appends to: guarded on its length (`len(G['HISTORY']) == 1`), so every call recompiles
+  until the limit (warning). A dict that gains keys is guarded on them (`len(G['CACHE']) == 2`), a set on its contents
+  (`G['SEEN'] == {0}`): one compile per new key or element (info: a cache usually holds few); a constant key the
+  dict lacks at first costs one extra compile.
 
 The failing guard points at the read inside the compiled code, which is where this finding is reported.
 
@@ -62,7 +68,9 @@ file that reads it), through `globals()[...]` or `setattr`, and members of a mod
 are not reported here. Values whose kind cannot be inferred (the result of an arbitrary call) are not reported; a
 tensor is reported only when it replaces `None`. A global changed only through setter functions is reported only
 where a setter is called in a loop (or from compiled code) with arguments that can differ between iterations: a loop
-calling `set_backend("eager")` sets it from a fixed set of literals.
+calling `set_backend("eager")` sets it from a fixed set of literals. Containers are followed only when the name is
+bound once, at module level, to a new list, dict or set, and changed through its own name in the compiled function;
+one that the same function also shrinks (`pop`, `clear`) is not reported, since how large it gets cannot be told.
 
 ## Fix safety
 No automatic fix: turning the global into an argument or a tensor changes every function that reads it. A suppression
@@ -83,11 +91,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Finding, Severity
+from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.bodies import (
     AUTOMATIC_DYNAMIC_COST,
+    MAX_REBINDINGS,
     FunctionBody,
     InsideCompiledCandidate,
     function_bodies,
@@ -97,6 +106,7 @@ from dynamo_lens.static.semantic.bodies import (
 )
 from dynamo_lens.static.semantic.evaluate import FunctionValue
 from dynamo_lens.static.semantic.values import ValueKind, kind_of, merge_kinds, range_loop_names
+from dynamo_lens.static.walk import SHRINKING_METHODS
 from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
 if TYPE_CHECKING:
@@ -153,6 +163,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     owners = {o for o in ctx.member_bindings if o in imports or o in declared or module.of(o)}
     members = _member_bindings(ctx, bodies, owners, module.int_names)
     changed = {key: found for key, found in members.items() if any(b.rebinds for b in found)}
+    yield from _container_candidates(ctx, bodies, module, rebound)
     if not rebound and not changed:
         return
     owners = {owner for owner, _ in changed}
@@ -422,6 +433,133 @@ def _candidate(
             ("setters", _setters(rebinds)),
             *((("subject", subject), ("guard", guard)) if cost == AUTOMATIC_DYNAMIC_COST else ()),
         ),
+    )
+
+
+LIST_GROWTH = frozenset({"append", "extend", "insert", "appendleft", "extendleft"})
+KEYED_GROWTH = frozenset({"add", "update", "setdefault"})
+CONTAINER_CALLS = {
+    "list": "list", "dict": "dict", "set": "set", "collections.OrderedDict": "dict",
+    "collections.defaultdict": "dict", "collections.deque": "list",
+}  # fmt: skip
+CONTAINER_DISPLAYS = {ast.List: "list", ast.ListComp: "list", ast.Dict: "dict", ast.DictComp: "dict"}
+CONTAINER_DISPLAYS |= {ast.Set: "set", ast.SetComp: "set"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Growth:
+    """A statement of compiled code that changes a module-level container in place."""
+
+    node: ast.stmt | ast.expr
+    name: str
+    per_call: bool
+    """It grows on every call (``HISTORY.append(y)``); else once per distinct key or element."""
+    new_key: str = ""
+    """A constant key the dict gains once (``STATS["last"] = y``)."""
+
+
+def _container_candidates(
+    ctx: FileContext, bodies: list[FunctionBody], module: _ModuleBindings, rebound: set[str]
+) -> Iterator[InsideCompiledCandidate]:
+    """Module-level lists, dicts and sets that compiled code changes in place. Measured on 2.13: Dynamo guards a
+    list's length and a dict's keys (``len(G['CACHE']) == 3``), a set's contents (``G['SEEN'] == {0}``), at the
+    first read, so a list appended to on every call recompiles every call up to the limit, and a dict or set
+    recompiles for each new key or element (a constant key: once)."""
+    kinds: dict[str, str | None] = {}
+    for body in bodies:
+        grown: dict[str, list[_Growth]] = {}
+        for growth in _growths(body):
+            if growth.name not in rebound and body.reads_global(growth.name):
+                grown.setdefault(growth.name, []).append(growth)
+        for name, growths in grown.items():
+            if name not in kinds:
+                kinds[name] = _container_kind(ctx, module.of(name))
+            kind = kinds[name]
+            if kind is not None and not _shrinks(body, name):
+                candidate = _container_candidate(ctx, body, name, kind, growths, module.of(name)[0])
+                if candidate is not None:
+                    yield candidate
+
+
+def _growths(body: FunctionBody) -> Iterator[_Growth]:
+    for call in body.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.attr in LIST_GROWTH:
+                yield _Growth(call, func.value.id, per_call=True)
+            elif func.attr in KEYED_GROWTH:
+                yield _Growth(call, func.value.id, per_call=False)
+    for statement in body.statements:
+        if isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    key = target.slice
+                    constant = repr(key.value) if isinstance(key, ast.Constant) else ""
+                    yield _Growth(statement, target.value.id, per_call=False, new_key=constant)
+
+
+def _shrinks(body: FunctionBody, name: str) -> bool:
+    """The call also takes elements out (``CACHE.pop(k)``, ``HISTORY.clear()``): how large it gets cannot be told."""
+    return any(
+        isinstance(func := call.func, ast.Attribute)
+        and func.attr in SHRINKING_METHODS
+        and isinstance(func.value, ast.Name)
+        and func.value.id == name
+        for call in body.calls
+    )
+
+
+def _container_kind(ctx: FileContext, bindings: list[Binding]) -> str | None:
+    """``list``, ``dict`` or ``set`` for a name bound once at module level to a new container."""
+    if len(bindings) != 1 or bindings[0].rebinds or bindings[0].value is None:
+        return None
+    value = bindings[0].value
+    if isinstance(value, ast.Call):
+        if any(k.arg == "maxlen" for k in value.keywords) or len(value.args) > 1:
+            return None  # `deque(maxlen=4)` stops growing: how often its length changes cannot be told
+        func = value.func
+        return CONTAINER_CALLS.get(ctx.resolve(func) or (func.id if isinstance(func, ast.Name) else ""))
+    return CONTAINER_DISPLAYS.get(type(value))
+
+
+def _container_candidate(
+    ctx: FileContext, body: FunctionBody, name: str, kind: str, growths: list[_Growth], binding: Binding
+) -> InsideCompiledCandidate | None:
+    initial = binding.value
+    keys = (
+        {repr(k.value) for k in initial.keys if isinstance(k, ast.Constant)} if isinstance(initial, ast.Dict) else set()
+    )
+    growths = [g for g in growths if g.new_key not in keys or not g.new_key]
+    if not growths:
+        return None  # every key it writes is there from the start: the dict's structure never changes
+    guard = f"`G['{name}'] == {{...}}`" if kind == "set" else f"`len(G['{name}']) == <length>`"
+    limit = f"past {RECOMPILE_LIMIT} compiles (recompile_limit) the code runs eagerly"
+    if any(g.per_call for g in growths):
+        severity, what = RULE.default_severity, f"grows the global {kind} `{name}`"
+        cost = f"every call that grows it recompiles; {limit}"
+    elif all(g.new_key for g in growths):
+        severity, what = Severity.INFO, f"adds the key {growths[0].new_key} to the global dict `{name}`"
+        cost = "its keys change once: one extra compile (create the key where the dict is defined to avoid it)"
+    else:
+        element = "element" if kind == "set" else "key"
+        severity, what = Severity.INFO, f"adds computed {element}s to the global {kind} `{name}`"
+        cost = f"each new {element} compiles once more; {limit}"
+    reads = body.name_loads({name})
+    read = reads[0] if reads else growths[0].node
+    changed = [g.node for g in growths if g.node.lineno != read.lineno]
+    related = tuple(Related(ctx.span(node), f"`{name}` changed here") for node in changed[:MAX_REBINDINGS])
+    return InsideCompiledCandidate(
+        code=RULE.code,
+        span=ctx.span(read),
+        function=body.qualname,
+        message=f"compiled code {what} (line {growths[0].node.lineno}) and reads it: Dynamo guards {guard}: {cost} "
+        "(torch 2.13)",
+        severity=severity,
+        related=(*related, Related(ctx.span(binding.target), f"`{name}` defined here")),
+        data=(("name", name), ("kind", kind), ("global", name), ("setters", "")),
+        # the change must run for the guard to fail: a hint where the compiled code reaches this function only
+        # under a condition (a cache filled under `if key not in CACHE` in its own function is the idiom itself)
+        only_if_taken=True,
     )
 
 
