@@ -1,4 +1,4 @@
-"""The usage checks (DL107, DL111, DL112, DL201-DL203, DL206-DL209, DL401-DL403) agree with what torch 2.13 really does.
+"""The usage checks (DL107, DL111, DL112, DL201-DL203, DL206-DL210, DL401-DL403) agree with what torch 2.13 really does.
 
 Every fixture of these codes runs under real ``torch.compile(..., backend="eager")`` (``usage_probe.py``) and the
 static findings are checked against the measurement:
@@ -45,6 +45,7 @@ CODES = (
     "DL207",
     "DL208",
     "DL209",
+    "DL210",
     "DL401",
     "DL402",
     "DL403",
@@ -208,6 +209,13 @@ CASES = (
     Case("DL209_ok_tensor_lr.py", 1),
     Case("DL209_ok_constant_lr.py", 1),
     Case("DL209_ok_uncompiled_step.py", 1),
+    # DL210: dtypes are never dynamic: one compile per dtype, the limit past eight
+    Case("DL210_dtype_loop.py", 4),
+    Case("DL210_dtype_loop_past_limit.py", LIMIT, limit_hit=True),
+    Case("DL210_dtype_argument.py", 3),
+    Case("DL210_ok_dtype_loop_unrelated_argument.py", 1),
+    Case("DL210_ok_single_dtype.py", 1),
+    Case("DL210_ok_dtype_loop_uncompiled.py", 1),
     # DL401: hooks added after the compiled code ran are silently skipped
     Case("DL401_submodule_hook_after_call.py", 1, hooks=Hooks.SILENT),
     Case("DL401_hook_loop_modules.py", 1, hooks=Hooks.DIFFERS),  # the root's own hook still fires

@@ -12,7 +12,8 @@ import pytest
 from dynamo_lens.static import link, summarize
 
 USAGE_CODES = frozenset(
-    {"DL111", "DL112", "DL201", "DL202", "DL203", "DL206", "DL207", "DL208", "DL209", "DL401", "DL402", "DL403"}
+    {"DL111", "DL112", "DL201", "DL202", "DL203", "DL206", "DL207", "DL208", "DL209", "DL210"}
+    | {"DL401", "DL402", "DL403"}
 )
 
 SNIPPETS: dict[str, str] = {
@@ -25,6 +26,18 @@ SNIPPETS: dict[str, str] = {
 
         for i in range(10):
             f(torch.ones(2), n=i * 2)  # DL203
+    """,
+    "dtypes bound to a local, keyword argument, aliases": """
+        import torch
+
+        @torch.compile
+        def f(x):
+            return x + 1
+
+        def sweep(x):
+            dtypes = [torch.half, torch.float, torch.float32]
+            for dt in dtypes:
+                f(x=x.to(dtype=dt))  # DL210
     """,
     "while counter": """
         import torch

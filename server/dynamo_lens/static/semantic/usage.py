@@ -1,7 +1,7 @@
 """How a file *uses* its compiled callables: which names hold them, where they are called, which loops enclose what,
 and whether compiled code already ran before a given statement.
 
-Shared by the usage checks (DL111, DL112, DL201-DL203, DL206-DL209, DL401-DL403). Everything is computed from the
+Shared by the usage checks (DL111, DL112, DL201-DL203, DL206-DL210, DL401-DL403). Everything is computed from the
 nodes the framework recorded (``FileContext.nodes``), once per file, and only inside one function scope at a time:
 "before" means earlier in source order in the same function (or module body), or anywhere in a loop of that
 function that also encloses the statement.

@@ -1,0 +1,156 @@
+"""DL210 · input-dtype-varies
+
+## What it does
+Flags a call of a compiled callable inside a loop over a literal list or tuple of dtypes (`for dtype in
+(torch.float32, torch.float16)`, or a name bound to one) when an argument changes with the loop's dtype: a tensor
+cast or made in it (`x.to(dtype)`, `torch.ones(n, dtype=dtype)`, directly or through a local assigned in the loop),
+or the dtype itself.
+
+## Why it matters
+Dynamo guards the dtype of every tensor input (`TENSOR_MATCH`: "tensor 'x' dtype mismatch. expected Float, actual
+Double") and a `torch.dtype` argument by value, and no setting makes a dtype dynamic. Measured on torch 2.13
+(`backend="eager"`): a loop over four dtypes compiled the function four times; over ten dtypes it compiled eight
+times, hit `recompile_limit` (8) and ran the remaining dtypes eagerly. Up to the limit it is a bounded cost (`info`,
+one compile per dtype, each entry reused on later calls with that dtype); past it, a warning.
+
+## Example
+```python
+@torch.compile
+def scale(x):
+    return x * 2
+
+for dtype in (torch.float32, torch.float16, torch.bfloat16):
+    scale(x.to(dtype))              # DL210: one compile per dtype (3 in all)
+```
+
+## Use instead
+Expected when a test sweeps dtypes: each entry is compiled once and reused. To stay under the limit with many dtypes,
+raise `torch._dynamo.config.recompile_limit`, or compile one function per dtype (`torch.compile(scale)` inside the
+loop gives each dtype its own cache).
+
+## Known limitations
+Only loops over a literal list or tuple of `torch` dtypes (or a name bound to one in the same scope or at module level)
+are followed, and only arguments whose expression (or the local it names) mentions the loop variable. A dtype that
+comes from a parametrized test or a config is not seen.
+
+## Fix safety
+No automatic fix: whether several compiled entries are wanted is the caller's choice.
+
+## References
+- PyTorch, "Dealing with recompilations": https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html
+- `torch/_dynamo/config.py`: `recompile_limit`
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from functools import partial
+
+from dynamo_lens.codes import Check, Rule
+from dynamo_lens.model import Related, Severity
+from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.semantic.usage import (
+    HandleCall,
+    Loop,
+    UsageCandidate,
+    judge_usage,
+    names_in,
+    position,
+    scope_key,
+    usage,
+)
+from dynamo_lens.torch_facts import RECOMPILE_LIMIT
+
+RULE = Rule(
+    code="DL210",
+    name="input-dtype-varies",
+    summary="A compiled callable is called in a loop over dtypes with an input of each dtype: one compile per dtype",
+    default_severity=Severity.WARNING,
+    source="static",
+    docs_url="https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
+    confirmed_by=("DL501", "DL502"),
+)
+
+DTYPE_ALIASES = {
+    "float": "float32", "double": "float64", "half": "float16", "int": "int32", "long": "int64", "short": "int16",
+    "cfloat": "complex64", "cdouble": "complex128",
+}  # fmt: skip
+DTYPES = frozenset(
+    {"float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64",
+     "complex128", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"}
+)  # fmt: skip
+
+
+def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
+    table = usage(ctx)
+    for handle_call in table.calls:
+        loops = table.enclosing_loops(handle_call.at)
+        if not loops or not handle_call.handle.runs_compiled:
+            continue
+        scope, here = scope_key(handle_call.at.scope), position(handle_call.call)
+        dtype_loops: dict[str, tuple[ast.Name, int]] = {}
+        for loop in loops:
+            found = _dtype_loop(ctx, loop, partial(table.value_of, scope, before=position(loop)))
+            if found is not None:
+                dtype_loops[found[0].id] = found
+        if not dtype_loops:
+            continue
+        for argument in (*handle_call.call.args, *(k.value for k in handle_call.call.keywords)):
+            names = names_in(argument)
+            if isinstance(argument, ast.Name) and argument.id not in dtype_loops:
+                value = table.value_of(scope, argument.id, before=here)
+                names |= names_in(value) if value is not None else set()
+            varying = sorted(names & dtype_loops.keys())
+            if varying:
+                variable, count = dtype_loops[varying[0]]
+                yield _candidate(ctx, handle_call, argument, variable, count)
+                break  # one finding per call: every dtype-dependent argument fails the same way
+
+
+def _dtype_loop(ctx: FileContext, loop: Loop, literal: Callable[[str], ast.expr | None]) -> tuple[ast.Name, int] | None:
+    """The variable of ``for name in <literal dtypes>`` and how many distinct dtypes it takes (two at least)."""
+    if not isinstance(loop, ast.For | ast.AsyncFor) or not isinstance(loop.target, ast.Name):
+        return None
+    values = loop.iter
+    if isinstance(values, ast.Name):
+        values = literal(values.id) or values
+    if not isinstance(values, ast.Tuple | ast.List) or not values.elts:
+        return None
+    dtypes = set()
+    for element in values.elts:
+        dotted = ctx.resolve(element) or ""
+        name = dotted.removeprefix("torch.")
+        name = DTYPE_ALIASES.get(name, name)
+        if not dotted.startswith("torch.") or name not in DTYPES:
+            return None
+        dtypes.add(name)
+    return (loop.target, len(dtypes)) if len(dtypes) > 1 else None
+
+
+def _candidate(
+    ctx: FileContext, handle_call: HandleCall, argument: ast.expr, variable: ast.Name, count: int
+) -> UsageCandidate:
+    site = handle_call.handle.site
+    text = ctx.source(argument, 40)
+    past_limit = count > RECOMPILE_LIMIT
+    cost = (
+        f"{RECOMPILE_LIMIT} compiles, then `recompile_limit` is hit and the remaining dtypes run eagerly"
+        if past_limit
+        else f"{count} compiles in all, each reused for its dtype"
+    )
+    message = (
+        f"`{text}` changes dtype on each iteration of the loop over {count} dtypes: torch 2.13 guards each input's "
+        f"dtype (and a dtype argument by value) and never makes it dynamic, so every dtype compiles once ({cost})"
+    )
+    return UsageCandidate(
+        RULE.code,
+        ctx.span(argument),
+        message,
+        RULE.default_severity if past_limit else Severity.INFO,
+        (site,),
+        related=(Related(ctx.span(variable), "the loop over dtypes"),),
+    )
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge_usage)
