@@ -202,6 +202,8 @@ CASES = (
     Case("DL208_ok_no_grad_through_helpers.py", 1),
     Case("DL208_ok_closure_benchmarked_under_inference_mode.py", 1),  # the closure is only called under the mode
     Case("DL208_ok_torch_nn_compile_in_place.py", 0),  # torch.nn frames are skipped: nothing compiles
+    Case("DL208_requires_grad_flipped_in_loop.py", 2),  # each flip: one entry per requires_grad value
+    Case("DL208_ok_requires_grad_set_once.py", 1),
     # DL209: a scheduled float lr recompiles the optimizer step once
     Case("DL209_steplr_compiled_step.py", 2),
     Case("DL209_compile_opt_step_direct.py", 2),

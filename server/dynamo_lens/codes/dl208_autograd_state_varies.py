@@ -5,7 +5,9 @@ Flags a compiled callable that is called both under a grad-mode context (`torch.
 `torch.inference_mode()`, `torch.enable_grad()`, `torch.set_grad_enabled(...)`, as a `with` block or as a decorator
 of the calling function) and outside it, anywhere in the workspace: a validation function decorated with
 `@torch.no_grad()` that calls the model the training loop calls, a module whose blocks were compiled in place. The
-finding sits on the call under the context that differs from the others.
+finding sits on the call under the context that differs from the others. Also flags a call in a loop that sets
+`requires_grad` of what it passes (an argument, or the compiled module's parameters) to a value that changes between
+iterations.
 
 ## Why it matters
 Grad mode is part of Dynamo's global-state guard. A call in another mode fails it (`GLOBAL_STATE changed:
@@ -36,7 +38,9 @@ a benchmark's timing helper); a helper with one caller in grad mode, or reached 
 grad enabled. Calling an object runs its `forward` (or `__call__`): a task that calls its compiled model there runs
 it in the mode of the task's caller. A `forward` that picks its compiled path by `self.training` is followed down
 both paths, so a call in eval mode may be said to run the training path's entry. Inputs with differing
-`requires_grad` are not detected statically. A helper that compiles what it is given (`update =
+`requires_grad` are detected where a loop around the call sets `requires_grad` (`x.requires_grad_(flag)`,
+`x.requires_grad = flag`, `model.requires_grad_(flag)` on the compiled module) to a value that can change between
+iterations; elsewhere they are not. A helper that compiles what it is given (`update =
 compile_with_warmup(update)`, `score = compile_with_warmup(scorer)`) makes one compiled object per call: calls of
 two such variables of one function are not compared. A script's `main()` called at module level is not a call in
 grad mode: the calls inside it are judged each in its own mode.
@@ -51,11 +55,13 @@ No fix is offered.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.static import exprs
+from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic.contexts import GRAD, VARIES
 from dynamo_lens.static.semantic.evaluate import FunctionValue
 from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -67,6 +73,7 @@ from dynamo_lens.static.semantic.program import (
     reached_sites,
     reset_around,
 )
+from dynamo_lens.static.semantic.usage import HandleCall, Loop, UsageCandidate, judge_usage, usage
 from dynamo_lens.static.summary import CompileSite
 from dynamo_lens.torch_facts import TORCH
 
@@ -264,4 +271,79 @@ def _finding(
     return index.finding(RULE, call.span, message, (site,), related=related[:4])
 
 
-CHECK = Check(RULE.code, judge_workspace=judge_workspace)
+def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
+    """Calls in a loop that also sets ``requires_grad`` of what the call passes (an argument, or the compiled
+    module's parameters through ``model.requires_grad_(...)``) to a value that changes between iterations: the
+    tensor guard checks ``requires_grad``, so each setting compiles an entry of its own (measured: 2 compiles)."""
+    table = usage(ctx)
+    for handle_call in table.calls:
+        loops = table.enclosing_loops(handle_call.at)
+        if not loops or not handle_call.handle.runs_compiled:
+            continue
+        site = handle_call.handle.site
+        call = handle_call.call
+        passed = {a.id: a for a in (*call.args, *(k.value for k in call.keywords)) if isinstance(a, ast.Name)}
+        modules = {h.name for h in table.handles.values() if h.site == site and h.module}
+        flips = _requires_grad_flips(loops[0], set(passed) | modules)
+        for name, flip in flips.items():
+            yield _flip_candidate(ctx, handle_call, passed.get(name), name, flip)
+
+
+def _requires_grad_flips(loop: Loop, names: set[str]) -> dict[str, ast.stmt]:
+    """``name`` → the statement of ``loop`` that sets its ``requires_grad`` to a value that can differ between
+    iterations: a non-constant value, or constants that differ (``x.requires_grad_(True)`` ... ``(False)``)."""
+    found: dict[str, ast.stmt] = {}
+    constants: dict[str, set[object]] = {}
+    for statement in ast.walk(loop):
+        if not isinstance(statement, ast.Expr | ast.Assign):
+            continue
+        target, value = _requires_grad_set(statement)
+        if target is None or target not in names:
+            continue
+        seen = constants.setdefault(target, set())
+        if isinstance(value, ast.Constant):
+            seen.add(value.value)
+        if not isinstance(value, ast.Constant) or len(seen) > 1:
+            found.setdefault(target, statement)
+    return found
+
+
+def _requires_grad_set(statement: ast.Expr | ast.Assign) -> tuple[str | None, ast.expr | None]:
+    """(``x``, value) for ``x.requires_grad_(value)`` (no argument: ``True``) or ``x.requires_grad = value``."""
+    if isinstance(statement, ast.Expr):
+        call = statement.value
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(func := call.func, ast.Attribute)
+            and func.attr == "requires_grad_"
+            and isinstance(func.value, ast.Name)
+        ):
+            value = call.args[0] if call.args else next((k.value for k in call.keywords), ast.Constant(True))
+            return func.value.id, value
+        return None, None
+    [target] = statement.targets if len(statement.targets) == 1 else [None]
+    if isinstance(target, ast.Attribute) and target.attr == "requires_grad" and isinstance(target.value, ast.Name):
+        return target.value.id, statement.value
+    return None, None
+
+
+def _flip_candidate(
+    ctx: FileContext, handle_call: HandleCall, argument: ast.Name | None, name: str, flip: ast.stmt
+) -> UsageCandidate:
+    what = f"`{name}` gets" if argument is not None else f"the parameters of `{name}` get"
+    message = (
+        f"{what} `requires_grad` set to a value that changes between iterations (line {flip.lineno}) before "
+        f"this call of compiled `{handle_call.handle.name}`: {TORCH} guards `requires_grad` of every tensor input "
+        "(`TENSOR_MATCH`), so each setting compiles an entry of its own (2 in all, each reused)"
+    )
+    return UsageCandidate(
+        RULE.code,
+        ctx.span(argument if argument is not None else handle_call.call),
+        message,
+        Severity.INFO,
+        (handle_call.handle.site,),
+        related=(Related(ctx.span(flip), "`requires_grad` set here"),),
+    )
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge_usage, judge_workspace=judge_workspace)
