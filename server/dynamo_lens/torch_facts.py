@@ -192,6 +192,13 @@ DEVICE_CONTEXT = GraphBreak(
     "the function runs eagerly: Dynamo cannot resume inside the `with`)",
     skips_function=True,
 )
+LOCK_CONTEXT = GraphBreak(
+    "GB0142",
+    "Unsupported context manager",
+    "take the lock around the call of the compiled function instead (Dynamo cannot resume inside the `with`: it "
+    "gives up on the function, which runs eagerly)",
+    skips_function=True,
+)
 
 BREAK_IN_LOOP = (
     f"; it sits in a loop, so Dynamo gives up on the whole function, which then runs eagerly "

@@ -23,6 +23,7 @@ for it:
 | a `torch.distributed` collective with `async_op=True` | GB0172 "async_op=True for distributed collectives" |
 | `torch.distributed.P2POp(...)` | GB1750 "P2P compilation disabled for P2POp construction" |
 | `with torch.device(...):` | GB0142 "Unsupported context manager" (and the rest of the function runs eagerly) |
+| `with LOCK:` on a module-level `threading` lock | GB0142 (Dynamo gives up on the function: it runs eagerly) |
 | `self.rnn(x)` on an `nn.LSTM`, `nn.GRU` or `nn.RNN` | GB0014 "Attempted to wrap RNN, GRU, or LSTM" (runs eagerly) |
 | `t[mask]` read through a boolean tensor (`logits[labels != -100]`) | GB0036 "Dynamic shape operator" |
 | `torch.unique(t)`, `masked_select`, `repeat_interleave` by a tensor without `output_size=` | GB0036 (as `nonzero`) |
@@ -103,6 +104,7 @@ from functools import partial
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Severity
+from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.bodies import (
     FunctionBody,
@@ -125,6 +127,7 @@ from dynamo_lens.torch_facts import (
     DISABLED_METHOD,
     IS_INFERENCE,
     ITEM,
+    LOCK_CONTEXT,
     LOGGER,
     LOGGING,
     MASK_INDEX,
@@ -199,6 +202,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
         recurrent = rnn_attributes.get(body.qualname.rpartition(".")[0])
         if recurrent:
             breaks += [(call, call, RNN) for call in body.calls if _calls_self_attribute(body, call, recurrent)]
+        breaks += [(item, statement, LOCK_CONTEXT) for statement, item in _lock_contexts(ctx, body)]
         if disabled is None:
             disabled = frozenset().union(*ctx.per_block("DL301-disabled", partial(_disabled_defs, ctx)))
         if disabled:
@@ -232,6 +236,27 @@ def _rnn_attributes(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                 found.setdefault(function.qualname.rpartition(".")[0], set()).add(target.attr)
     return {owner: frozenset(attrs) for owner, attrs in found.items()}
+
+
+LOCKS = frozenset({"threading.Lock", "threading.RLock", "threading.Semaphore", "threading.BoundedSemaphore"})
+
+
+def _lock_contexts(ctx: FileContext, body: FunctionBody) -> Iterator[tuple[ast.With, ast.expr]]:
+    """``with LOCK:`` where ``LOCK`` is a module-level name bound only to a ``threading`` lock."""
+    for statement in body.statements:
+        if not isinstance(statement, ast.With):
+            continue
+        for item in statement.items:
+            name = item.context_expr
+            if isinstance(name, ast.Name) and body.reads_global(name.id) and _is_lock(ctx, name.id):
+                yield statement, name
+
+
+def _is_lock(ctx: FileContext, name: str) -> bool:
+    values = [b.value for b in ctx.module_bindings if b.name == name]
+    return bool(values) and all(
+        isinstance(v, exprs.Call) and isinstance(v.func, exprs.Named) and v.func.ref.dotted in LOCKS for v in values
+    )
 
 
 def _disabled_defs(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> frozenset[str]:
