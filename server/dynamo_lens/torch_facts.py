@@ -83,6 +83,13 @@ TOLIST = GraphBreak(
     lifted_by="capture_scalar_outputs",
     lifted_partly="integer tensors",
 )
+TOLIST_INTEGER = GraphBreak(
+    "GB0033",
+    "Data dependent operator",
+    "keep the values as a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`",
+    lifted_by="capture_scalar_outputs",
+)
+TOLIST_FLOAT = GraphBreak("GB0109", "Tensor.tolist() with non-integer tensor", "keep the values as a tensor")
 LOGGER = GraphBreak(
     "GB0291",
     "logging.Logger method not supported for non-export cases",

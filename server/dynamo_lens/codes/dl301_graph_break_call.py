@@ -9,7 +9,7 @@ for it:
 |---|---|
 | `print(...)` | GB0059 "Failed to trace builtin operator" |
 | `t.item()`; `int(t)`, `float(t)`, `bool(t)` on a tensor | GB0124 "Unsupported Tensor.item() call ..." |
-| `t.tolist()` | GB0109 (floating tensors), GB0033 "Data dependent operator" (integer tensors) |
+| `t.tolist()` | GB0033 "Data dependent operator" (integer tensor), GB0109 (floating); both if the dtype is unknown |
 | `logger.info(...)` and the other `logging.Logger` methods | GB0291 "logging.Logger method not supported ..." |
 | `logging.info(...)` and the other module-level `logging` functions | GB4841 (breaks inside `logging`) |
 | `warnings.warn(...)`, `time.time()`, `time.perf_counter()`, `time.monotonic()` | GB0007 (skipped function) |
@@ -72,7 +72,8 @@ above any compile of its file: Dynamo reads those variables once, when the first
 program that runs the compile site sets the flag first (at module level of the site's file or of a file it imports,
 above the site in its own function, or as a `patch` decorator around it) the call is not reported; where only some
 program sets it (a training recipe that calls a shared compile helper), the finding is a hint that points at the
-setting. `tolist()` stays a hint even then: the scan cannot tell an integer tensor from a float one.
+setting. `tolist()` stays a hint even then where the code does not show the tensor's dtype (`torch.arange` of ints,
+`.long()`, `.float()`, `dtype=...`); of a floating tensor it is still a warning (GB0109, measured).
 
 ## Known limitations
 Whether a value is a tensor is inferred from how it was made (a `torch.*` call, a tensor method, an argument
@@ -141,6 +142,8 @@ from dynamo_lens.torch_facts import (
     SHALLOW_COPY,
     SKIPPED,
     TOLIST,
+    TOLIST_FLOAT,
+    TOLIST_INTEGER,
     TORCH,
     USER_GRAPH_BREAK,
     GraphBreak,
@@ -366,7 +369,7 @@ def _needs_tensors(call: ast.Call) -> bool:
     func = call.func
     if isinstance(func, ast.Name):
         return func.id in ("int", "float", "bool", "str", "repr", "copy", "deepcopy", "repeat_interleave")
-    return isinstance(func, ast.Attribute) and func.attr in ("deepcopy", "copy", *DATA_SIZED_METHODS)
+    return isinstance(func, ast.Attribute) and func.attr in ("deepcopy", "copy", "tolist", *DATA_SIZED_METHODS)
 
 
 def _classify(
@@ -378,7 +381,8 @@ def _classify(
         if method == "item" and not call.args and not call.keywords:
             return ITEM
         if method == "tolist" and not call.args and not call.keywords:
-            return TOLIST
+            integer = tensors.integer(func.value) if tensors is not None else None
+            return TOLIST if integer is None else TOLIST_INTEGER if integer else TOLIST_FLOAT
         if method == "nonzero":
             return NONZERO
         if method == "backward" and not call.args:

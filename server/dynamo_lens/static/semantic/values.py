@@ -170,6 +170,32 @@ class TensorInference:
             return decided
         return False
 
+    def integer(self, expr: ast.AST) -> bool | None:
+        """Whether the tensor ``expr`` has an integer dtype: True for ``torch.arange`` of ints, ``torch.randint``,
+        index results (``argmax``), ``.long()``, ``dtype=torch.int64``; False for ``.float()``, ``torch.randn``,
+        ``dtype=torch.float32``; None when the code does not say (or a local name's values disagree)."""
+        if isinstance(expr, ast.Name) and expr.id not in self.annotated:
+            if self._assigned is None:
+                self._assigned = self._collect_assignments()
+            values = [v for v in self._assigned.get(expr.id) or [] if not _mentions(v, expr.id)]
+            found = {self.integer(v) for v in values}
+            return found.pop() if len(found) == 1 else None
+        if not isinstance(expr, ast.Call):
+            return None
+        dtype = next((k.value for k in expr.keywords if k.arg == "dtype"), None)
+        func = expr.func
+        if isinstance(func, ast.Attribute) and self.resolve(func) is None:
+            if func.attr == "to" and self.is_tensor(func.value):
+                dtype = dtype or (expr.args[0] if expr.args else None)
+                return _integer_dtype(self.resolve(dtype)) if dtype is not None else None
+            return INTEGER_METHODS.get(func.attr)  # `.long()`, `.float()`: whatever the receiver was
+        dotted = self.resolve(func) or ""
+        if dtype is not None:
+            return _integer_dtype(self.resolve(dtype))
+        if dotted == "torch.arange":
+            return all(isinstance(a, ast.Constant) and type(a.value) is int for a in expr.args) or None
+        return INTEGER_FUNCTIONS.get(dotted)
+
     def is_tensor_condition(self, expr: ast.AST) -> bool:
         """``expr`` used as a branch condition needs the truth value of a tensor."""
         if isinstance(expr, ast.BoolOp):
@@ -177,6 +203,26 @@ class TensorInference:
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
             return self.is_tensor_condition(expr.operand)
         return self.is_tensor(expr)
+
+
+INTEGER_METHODS: dict[str, bool] = {
+    **dict.fromkeys(("long", "int", "short", "byte", "char", "argmax", "argmin", "argsort", "nonzero"), True),
+    **dict.fromkeys(("float", "double", "half", "bfloat16"), False),
+}
+"""Tensor methods whose result's dtype is known: integer (True) or floating (False)."""
+INTEGER_FUNCTIONS: dict[str, bool] = {
+    **dict.fromkeys(("torch.randint", "torch.argmax", "torch.argmin", "torch.argsort", "torch.nonzero"), True),
+    **dict.fromkeys(("torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.linspace"), False),
+}
+"""``torch`` functions whose result's dtype is known without a ``dtype=`` (default float32, or int64 indices)."""
+INTEGER_DTYPES = frozenset(f"torch.{n}" for n in ("int8", "int16", "int32", "int64", "uint8", "int", "long", "short"))
+FLOAT_DTYPES = frozenset(f"torch.{n}" for n in ("float16", "float32", "float64", "bfloat16", "float", "double", "half"))
+
+
+def _integer_dtype(dotted: str | None) -> bool | None:
+    if dotted in INTEGER_DTYPES:
+        return True
+    return False if dotted in FLOAT_DTYPES else None
 
 
 def _mentions(expr: ast.AST, name: str) -> bool:
