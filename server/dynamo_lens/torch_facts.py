@@ -70,6 +70,11 @@ PRINT = GraphBreak(
     "Failed to trace builtin operator",
     "move it out of the compiled code, or list it in `torch._dynamo.config.reorderable_logging_functions`",
 )
+RANGE_OF_TENSOR = GraphBreak(
+    "GB0059",
+    "Failed to trace builtin operator",
+    "pass the count as a Python int, or replace the loop with tensor operations",
+)
 ITEM = GraphBreak(
     "GB0124",
     "Unsupported Tensor.item() call with capture_scalar_outputs=False",

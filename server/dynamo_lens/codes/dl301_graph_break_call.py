@@ -17,6 +17,7 @@ for it:
 | `torch.nonzero(t)`, `t.nonzero(as_tuple=True)`, one-argument `torch.where(mask)` | GB0036 "Dynamic shape operator" |
 | `torch.equal(a, b)`, `torch.allclose(a, b)` | GB0033 "Data dependent operator" |
 | `repr(t)` | GB0569 "repr() on tensor" |
+| `range(n)` with a tensor `n` | GB0059 "Failed to trace builtin operator" |
 | `loss.backward()` | GB0123 "Unsupported Tensor.backward() call" |
 | `torch.autograd.grad(...)` | GB9186 (unless `trace_autograd_ops = True`) |
 | `t.is_inference()`, `torch.is_inference(t)` | GB0045 "Encountered tensor.is_inference() during tracing" |
@@ -135,6 +136,7 @@ from dynamo_lens.torch_facts import (
     NONZERO,
     P2P,
     PRINT,
+    RANGE_OF_TENSOR,
     REPEATS_BY_TENSOR,
     REPR,
     REQUIRES_GRAD_SET,
@@ -182,7 +184,7 @@ IMPORTABLE = frozenset(
     | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS}
 )
 RECURRENT_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
-BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr", "P2POp"}) | IMPORTABLE | COLLECTIVES
+BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr", "range", "P2POp"}) | IMPORTABLE | COLLECTIVES
 ATTRIBUTES = LOGGER_METHODS | {"item", "tolist", "backward", "P2POp", "device"} | IMPORTABLE | COLLECTIVES
 """Last names of the calls that may break: the shape test before any name is resolved."""
 
@@ -368,7 +370,7 @@ def _may_break(call: ast.Call) -> bool:
 def _needs_tensors(call: ast.Call) -> bool:
     func = call.func
     if isinstance(func, ast.Name):
-        return func.id in ("int", "float", "bool", "str", "repr", "copy", "deepcopy", "repeat_interleave")
+        return func.id in ("int", "float", "bool", "str", "repr", "range", "copy", "deepcopy", "repeat_interleave")
     return isinstance(func, ast.Attribute) and func.attr in ("deepcopy", "copy", "tolist", *DATA_SIZED_METHODS)
 
 
@@ -455,6 +457,8 @@ def _asynchronous(keyword: ast.keyword) -> bool:
 def _builtin(name: str, call: ast.Call, tensors: TensorInference | None) -> GraphBreak | None:
     if name == "print":
         return PRINT
+    if name == "range":
+        return RANGE_OF_TENSOR if tensors is not None and any(tensors.is_tensor(a) for a in call.args) else None
     if len(call.args) != 1 or tensors is None or not tensors.is_tensor(call.args[0]):
         return None
     if name in ("int", "float", "bool"):

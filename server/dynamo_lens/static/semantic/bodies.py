@@ -25,6 +25,7 @@ from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext, NodeAt, function_qualname
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.program import never_runs
+from dynamo_lens.static.semantic.usage import call_site_tensors
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.static.summary import Candidate
 from dynamo_lens.torch_facts import RECOMPILE_LIMIT
@@ -87,6 +88,8 @@ class FunctionBody:
     """``id`` of a statement or call → what parameters of this function must be for it to run."""
     """``id`` of the statements and calls that run only under a condition of this function (``NodeAt.guarded``)."""
     """``id`` of the statements and calls that sit in a ``for``/``while`` body of this function."""
+    tensor_params: frozenset[str] = frozenset()
+    """Parameters every call of the compiled function in its file passes a tensor (``usage.call_site_tensors``)."""
     _lines: Sequence[str] = field(default_factory=list, repr=False)
     _locals: set[str] | None = field(default=None, repr=False)
     _tensors: TensorInference | None = field(default=None, repr=False)
@@ -116,12 +119,16 @@ class FunctionBody:
 
     def tensors(self, ctx: FileContext) -> TensorInference:
         if self._tensors is None:
-            self._tensors = TensorInference(self.node, self.statements, ctx.resolve)
+            self._tensors = TensorInference(self.node, self.statements, ctx.resolve, self.tensor_params)
         return self._tensors
 
-    def refresh(self, ctx: FileContext, lines: Sequence[str]) -> None:
-        """Point a body kept from an earlier version of the file (same nodes, same names) at this version."""
+    def refresh(self, ctx: FileContext, lines: Sequence[str], tensor_params: frozenset[str]) -> None:
+        """Point a body kept from an earlier version of the file (same nodes, same names) at this version, whose
+        calls may pass tensors to other parameters (then what was worked out from the old ones is dropped)."""
         self._lines = lines
+        if tensor_params != self.tensor_params:
+            self.tensor_params, self._tensors = tensor_params, None
+            self.memo.clear()
         if self._tensors is not None:
             self._tensors.resolve = ctx.resolve
 
@@ -237,9 +244,10 @@ def function_bodies(ctx: FileContext) -> list[FunctionBody]:
         return _last[1]
     lines = ctx.lines.lines or [""]
     result: list[FunctionBody] = []
+    passed = call_site_tensors(ctx)
     for bodies in ctx.per_block("function_bodies", lambda nodes: _block_bodies(ctx, nodes)):
         for body in bodies:
-            body.refresh(ctx, lines)
+            body.refresh(ctx, lines, passed.get(body.qualname, frozenset()))
         result.extend(bodies)
     _last = (ctx, result)
     return result

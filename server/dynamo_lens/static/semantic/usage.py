@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Literal
 from dynamo_lens.codes import Rule, get_rule
 from dynamo_lens.model import Edit, Finding, Fix, Related, Severity, Span
 from dynamo_lens.static import exprs
-from dynamo_lens.static.context import FileContext, NodeAt, Scope
+from dynamo_lens.static.context import FileContext, NodeAt, Scope, function_qualname
+from dynamo_lens.static.semantic.values import ValueKind, kind_of
 from dynamo_lens.static.summary import AttrInit, Candidate, CompileSite, Ref
 
 if TYPE_CHECKING:
@@ -213,6 +214,59 @@ def local_function(ctx: FileContext, site: CompileSite) -> str | None:
     if target.ref.last in _class_names(ctx):
         return None
     return target.ref.dotted
+
+
+def call_site_tensors(ctx: FileContext) -> dict[str, frozenset[str]]:
+    """Qualified name of a compiled function of this file → its parameters that every call of it in the file passes
+    a tensor (``step(x, torch.tensor(True))``, or a local assigned one): in the compiled code they are tensors, so
+    ``if flag:`` on one is a data-dependent branch."""
+    table = usage(ctx)
+    calls: dict[str, list[HandleCall]] = {}
+    for handle_call in table.calls:
+        function = local_function(ctx, handle_call.handle.site) if handle_call.handle.runs_compiled else None
+        if function is not None:
+            calls.setdefault(function, []).append(handle_call)
+    if not calls:
+        return {}
+    definitions = {
+        function_qualname(at.scope, at.node): at.node
+        for at in ctx.nodes(ast.FunctionDef)
+        if isinstance(at.node, ast.FunctionDef)
+    }
+    found: dict[str, frozenset[str]] = {}
+    for function, handle_calls in calls.items():
+        definition = definitions.get(function)
+        if definition is None:
+            continue
+        positional = [a.arg for a in (*definition.args.posonlyargs, *definition.args.args)]
+        passed = [_tensor_arguments(table, handle_call, positional) for handle_call in handle_calls]
+        common = frozenset.intersection(*passed)
+        if common:
+            found[function] = common
+    return found
+
+
+def _tensor_arguments(table: Usage, handle_call: HandleCall, positional: list[str]) -> frozenset[str]:
+    """The parameters this call passes a tensor to."""
+    call, ctx = handle_call.call, table.ctx
+    scope, here = scope_key(handle_call.at.scope), position(call)
+
+    def local(name: str) -> ValueKind:
+        value = table.value_of(scope, name, before=here)
+        return "tensor" if value is not None and kind_of(value, ctx.resolve, _unknown) == "tensor" else "unknown"
+
+    found: set[str] = set()
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            break
+        if index < len(positional) and kind_of(argument, ctx.resolve, local) == "tensor":
+            found.add(positional[index])
+    found.update(k.arg for k in call.keywords if k.arg is not None and kind_of(k.value, ctx.resolve, local) == "tensor")
+    return frozenset(found)
+
+
+def _unknown(name: str) -> ValueKind:
+    return "unknown"
 
 
 def _class_names(ctx: FileContext) -> set[str]:

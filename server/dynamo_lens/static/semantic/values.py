@@ -70,7 +70,11 @@ class TensorInference:
     unpacked from one (``lo, hi = torch.aminmax(x)``; decided lazily, name by name, when a check asks)."""
 
     def __init__(
-        self, function: ast.FunctionDef | ast.AsyncFunctionDef, statements: Sequence[ast.stmt], resolve: Resolve
+        self,
+        function: ast.FunctionDef | ast.AsyncFunctionDef,
+        statements: Sequence[ast.stmt],
+        resolve: Resolve,
+        passed: frozenset[str] = frozenset(),
     ) -> None:
         self.resolve = resolve
         args = function.args
@@ -78,7 +82,8 @@ class TensorInference:
             a.arg
             for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
             if a.annotation is not None and resolve(a.annotation) == "torch.Tensor"
-        }
+        } | passed
+        """Parameters annotated ``torch.Tensor``, and those every call passes a tensor (``passed``)."""
         self.statements = statements
         self._assigned: dict[str, list[ast.expr]] | None = None
         self._names: dict[str, bool] = {}
