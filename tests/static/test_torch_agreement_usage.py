@@ -211,6 +211,8 @@ CASES = (
     Case("DL209_ok_tensor_lr.py", 1),
     Case("DL209_ok_constant_lr.py", 1),
     Case("DL209_ok_uncompiled_step.py", 1),
+    Case("DL209_betas_cycled.py", 2),  # OneCycleLR cycles Adam's betas[0]: guarded, then dynamic
+    Case("DL209_ok_momentum_not_cycled.py", 1),
     # DL210: dtypes are never dynamic: one compile per dtype, the limit past eight
     Case("DL210_dtype_loop.py", 4),
     Case("DL210_dtype_loop_past_limit.py", LIMIT, limit_hit=True),

@@ -3,7 +3,8 @@
 ## What it does
 Flags an optimizer whose `step` is compiled (`torch.compile(opt.step)`, or a compiled function that calls
 `opt.step()`) while a learning-rate scheduler (`torch.optim.lr_scheduler.*`) or a write to
-`opt.param_groups[...]["lr"]` changes the Python-float learning rate between steps.
+`opt.param_groups[...]["lr"]` changes the Python-float learning rate between steps, or a scheduler that cycles the
+momentum (`OneCycleLR`, `CyclicLR`) changes `betas[0]` of an Adam-style optimizer.
 
 ## Why it matters
 The optimizer's `step` reads `group["lr"]`; Dynamo guards the float by value
@@ -34,8 +35,10 @@ Wrap the learning rate in a tensor: `torch.optim.Adam(model.parameters(), lr=tor
 ## Known limitations
 The optimizer (`name = torch.optim.X(...)`), the scheduler or the `param_groups` write, and the compiled step
 (`torch.compile(opt.step)`, or a compiled function of the same file calling `opt.step()`) must all be in one file.
-A learning rate built with `torch.tensor(...)` is not reported. `betas` and other float hyperparameters are not
-followed.
+A learning rate built with `torch.tensor(...)` is not reported unless the scheduler also cycles `betas[0]` of an
+Adam-style optimizer (`OneCycleLR` and `CyclicLR` do by default; measured: one recompile of the step, guard
+`param_groups[0]['betas'][0] == 0.95`). SGD's `momentum`, cycled the same way, added no compile and is not
+reported; other float hyperparameters are not followed.
 
 ## Fix safety
 Wrapping the `lr=` value in `torch.tensor(...)` is offered as an unsafe fix: code that reads `group["lr"]` as a float
@@ -96,15 +99,21 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         optimizer, what = found
         if optimizer not in steps or optimizer not in optimizers:
             continue
-        lr = optimizers[optimizer]
-        if lr is not None and isinstance(lr, ast.Call) and ctx.resolve(lr.func) in TENSOR_FACTORIES:
+        lr, kind = optimizers[optimizer]
+        float_lr = lr is None or not (isinstance(lr, ast.Call) and ctx.resolve(lr.func) in TENSOR_FACTORIES)
+        betas = kind in WITH_BETAS and _cycles_momentum(ctx, at.node)
+        if not float_lr and not betas:
             continue  # a tensor learning rate is guarded on metadata only
+        changed = [name for name, on in (("learning rate", float_lr), ("`betas[0]`", betas)) if on]
+        remedy = "with a tensor `lr` the step compiles once"
+        if betas:
+            remedy = "with `cycle_momentum=False`" + (" and a tensor `lr`" if float_lr else "") + " it compiles once"
         message = (
-            f"{what} changes the Python-float learning rate of `{optimizer}`, whose `step` is compiled: torch 2.13 "
-            "guards `param_groups[0]['lr']` by value, recompiles once and then treats it as dynamic (2 compiles); "
-            "a tensor `lr` compiles once"
+            f"{what} changes the Python-float {' and '.join(changed)} of `{optimizer}`, whose `step` is compiled: "
+            "torch 2.13 guards the float in `param_groups` by value, recompiles once and then treats it as dynamic "
+            f"(2 compiles); {remedy}"
         )
-        related = (Related(ctx.span(lr), "Python-float lr set here"),) if lr is not None else ()
+        related = (Related(ctx.span(lr), "Python-float lr set here"),) if lr is not None and float_lr else ()
         where = at.node.targets[0] if isinstance(at.node, ast.Assign) else at.node
         yield UsageCandidate(
             RULE.code,
@@ -117,9 +126,24 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         )
 
 
-def _optimizers(ctx: FileContext) -> dict[str, ast.expr | None]:
-    """Names bound to ``torch.optim.<Optimizer>(...)`` → their ``lr=`` expression (None if not given)."""
-    found: dict[str, ast.expr | None] = {}
+MOMENTUM_CYCLING = frozenset({f"{SCHEDULERS}OneCycleLR", f"{SCHEDULERS}CyclicLR"})
+WITH_BETAS = frozenset({"Adam", "AdamW", "NAdam", "RAdam", "Adamax"})
+"""Optimizers whose momentum is ``betas[0]``: a compiled step guards it by value (measured). SGD's ``momentum``
+cycled the same way added no compile on 2.13."""
+
+
+def _cycles_momentum(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` builds a scheduler that also cycles the optimizer's momentum (``betas[0]`` of an Adam-style
+    optimizer) between steps: ``OneCycleLR`` and ``CyclicLR`` unless ``cycle_momentum=False``."""
+    if not isinstance(node, ast.Call) or ctx.resolve(node.func) not in MOMENTUM_CYCLING:
+        return False
+    cycle = next((k.value for k in node.keywords if k.arg == "cycle_momentum"), None)
+    return not (isinstance(cycle, ast.Constant) and cycle.value is False)
+
+
+def _optimizers(ctx: FileContext) -> dict[str, tuple[ast.expr | None, str]]:
+    """Names bound to ``torch.optim.<Optimizer>(...)`` → their ``lr=`` expression (None if not given) and class."""
+    found: dict[str, tuple[ast.expr | None, str]] = {}
     for at in ctx.nodes(ast.Assign):
         node = at.node
         assert isinstance(node, ast.Assign)
@@ -132,7 +156,7 @@ def _optimizers(ctx: FileContext) -> dict[str, ast.expr | None]:
         if not name.rpartition(".")[2][:1].isupper():
             continue
         lr = next((k.value for k in value.keywords if k.arg == "lr"), value.args[1] if len(value.args) > 1 else None)
-        found[node.targets[0].id] = lr
+        found[node.targets[0].id] = lr, name.rpartition(".")[2]
     return found
 
 
