@@ -3,7 +3,9 @@
 ## What it does
 Flags `register_forward_hook`, `register_forward_pre_hook`, `register_full_backward_hook` and
 `register_full_backward_pre_hook` on a submodule of a compiled module (`model.layer.register_forward_hook(...)`),
-or on a module that a compiled function calls, after the compiled code has already run.
+or on a module that a compiled function calls, after the compiled code has already run; also a call, after the
+compiled code ran, of a function of the same file that registers such hooks on submodules of the module it is given
+(`add_hooks(model)` looping over `module.blocks`), reported at that call.
 
 ## Why it matters
 Dynamo does not guard hook dictionaries that were empty when it compiled
@@ -36,7 +38,7 @@ Register hooks before the first call of the compiled module, or call `torch._dyn
 ## Known limitations
 "After the compiled code has run" is decided by statement order within one function: a call of the compiled module
 or function earlier in the same function, or an enclosing loop that calls it. Hooks registered through helper
-functions in other files are not followed.
+functions are followed one level deep, for module-level functions of the same file; helpers in other files are not.
 
 ## Fix safety
 No automatic fix: moving a hook registration changes which calls it observes.
@@ -48,17 +50,21 @@ No automatic fix: moving a hook registration changes which calls it observes.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Severity
-from dynamo_lens.static.context import FileContext
+from dynamo_lens.model import Related, Severity
+from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.usage import (
+    Usage,
     UsageCandidate,
     after_compiled_run,
     judge_usage,
     method_calls,
     reach_of,
+    root_name,
     usage,
 )
 
@@ -90,7 +96,10 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         return
     for at, call, func in method_calls(ctx, HOOKS):
         reach = reach_of(table, at, func.value)
-        if reach is None or not reach.inside:
+        if reach is None:
+            yield from _through_helper(table, at, func)
+            continue
+        if not reach.inside:
             continue
         earlier = table.ran_before(set(reach.sites), at)
         if earlier is None:
@@ -102,6 +111,63 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
             "never calls this hook: no recompile, no error, and results silently differ from eager"
         )
         yield after_compiled_run(ctx, RULE, call, message, reach, earlier)
+
+
+def _through_helper(table: Usage, at: NodeAt, func: ast.Attribute) -> Iterator[UsageCandidate]:
+    """A hook registered by a function of this file on submodules of its parameter (``for m in module.blocks:
+    m.register_forward_hook(...)``), reported at each call of the function that passes a compiled module after
+    compiled code ran."""
+    function = at.scope.function
+    if function is None or function.parent is None or function.parent.kind != "module":
+        return
+    param = _submodule_param(table, at, func.value, function.params)
+    if param is None:
+        return
+    node = function.node
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+    ctx = table.ctx
+    for call_at in ctx.nodes(ast.Call):
+        call = call_at.node
+        assert isinstance(call, ast.Call)
+        if not isinstance(call.func, ast.Name) or call.func.id != node.name:
+            continue
+        argument = next((k.value for k in call.keywords if k.arg == param), None)
+        index = positional.index(param) if param in positional else len(call.args)
+        if argument is None and index < len(call.args):
+            argument = call.args[index]
+        if argument is None:
+            continue
+        reach = reach_of(table, call_at, argument)
+        earlier = table.ran_before(set(reach.sites), call_at) if reach is not None else None
+        if reach is None or earlier is None:
+            continue
+        message = (
+            f"`{node.name}(...)` registers `{func.attr}` on submodules of `{ctx.source(argument, 30)}` (line "
+            f"{func.lineno}) after compiled `{earlier.handle.name}` already ran: torch 2.13 does not guard hook "
+            "dicts that were empty when it compiled (`skip_nnmodule_hook_guards`), so the compiled code never calls "
+            "these hooks: no recompile, no error, and results silently differ from eager"
+        )
+        found = after_compiled_run(ctx, RULE, call, message, reach, earlier)
+        yield replace(found, related=(*found.related, Related(ctx.span(func), "the hook is registered here")))
+
+
+def _submodule_param(table: Usage, at: NodeAt, receiver: ast.expr, params: frozenset[str]) -> str | None:
+    """The parameter whose submodules ``receiver`` names: ``module.encoder``, or the variable of a loop over
+    ``module.blocks`` / ``module.modules()`` around ``at`` (the parameter itself holds no hooks Dynamo traces)."""
+    root, steps = root_name(receiver)
+    if root is None:
+        return None
+    if root in params:
+        return root if steps else None
+    for loop in table.enclosing_loops(at):
+        if isinstance(loop, ast.For | ast.AsyncFor) and isinstance(loop.target, ast.Name) and loop.target.id == root:
+            iterable = loop.iter
+            if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute):
+                iterable = iterable.func.value  # `module.modules()`, `module.named_children()`
+            owner, _ = root_name(iterable)
+            return owner if owner in params else None
+    return None
 
 
 CHECK = Check(RULE.code, collect=collect, judge=judge_usage)
