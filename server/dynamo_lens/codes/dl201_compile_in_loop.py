@@ -37,8 +37,8 @@ for batch in loader:
 ## Known limitations
 Functions called from a loop are followed one level, within one file, and are reported only with a fresh backend
 (a helper that compiles per call may compile a different model each time). A loop that compiles something bound in
-the loop (`for m in models: torch.compile(m)`) is not reported, nor one that resets Dynamo before compiling (each
-iteration is then meant to compile from scratch; see DL206), nor a compile under an `if` that holds on one
+the loop (`for m in models: torch.compile(m)`) is not reported, nor one that resets Dynamo before compiling (DL206
+reports it when the loop compiles the same thing each time), nor a compile under an `if` that holds on one
 iteration only: a counter compared with a constant (`if step == 0:`) or a lazy initialisation
 (`if compiled is None:`). Whether a backend expression builds a new callable
 is decided from its syntax: a name bound outside the loop, and `torch._dynamo.lookup_backend(...)`, are assumed to
@@ -64,6 +64,7 @@ from dynamo_lens.static.context import RESETS, FileContext, NodeAt
 from dynamo_lens.static.semantic.usage import (
     Loop,
     UsageCandidate,
+    bound_in,
     judge_usage,
     names_in,
     site_call,
@@ -99,7 +100,7 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         function = at.scope.function
         helper = getattr(function.node, "name", "") if function is not None else ""
         if loops:
-            bound = _bound_in(loops[-1])
+            bound = bound_in(loops[-1])
             compiled = call.func.value if site.form == "method" and isinstance(call.func, ast.Attribute) else None
             compiled = call.args[0] if call.args else compiled
             if compiled is not None and names_in(compiled) & bound:
@@ -108,7 +109,7 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
                 continue  # `if step == 0:` / `if compiled is None:`: compiled on one iteration only
             where = "on every iteration of this loop"
         elif helper and helper in table.called_in_loop and function is not None:
-            bound = _bound_in(function.node)
+            bound = bound_in(function.node)
             where = f"on every call of `{helper}()`, which a loop calls"
         else:
             continue
@@ -189,17 +190,6 @@ def _fresh_backend(ctx: FileContext, backend: ast.expr, bound: set[str]) -> str 
     if isinstance(backend, ast.Name) and backend.id in bound:
         return f"`{backend.id}` is defined inside the loop"
     return None
-
-
-def _bound_in(node: ast.AST) -> set[str]:
-    """Names (re)bound anywhere inside ``node``: loop targets, assignments, nested ``def``s."""
-    bound: set[str] = set()
-    for inner in ast.walk(node):
-        if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
-            bound.add(inner.id)
-        elif isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and inner is not node:
-            bound.add(inner.name)
-    return bound
 
 
 def _hoist(ctx: FileContext, at: NodeAt, loop: Loop, bound: set[str]) -> Fix | None:

@@ -3,7 +3,10 @@
 ## What it does
 Flags `torch._dynamo.reset()` and `torch.compiler.reset()` evaluated inside a loop, or inside a function called from
 a loop in the same file, when that loop also calls a compiled callable that was compiled outside it (so the reset
-throws away exactly the code the loop is about to reuse).
+throws away exactly the code the loop is about to reuse). Also a loop that resets and then compiles, on every
+iteration, something it does not rebind (`compiled = torch.compile(model)` after the reset): the same code compiled
+from scratch each time (measured: 12 compiles for 12 iterations), where a loop that builds a new model per iteration
+is left alone.
 
 ## Why it matters
 `reset()` drops every compiled cache entry of every function. The next call compiles from scratch, and because the
@@ -52,9 +55,12 @@ from dynamo_lens.static.semantic.usage import (
     Loop,
     Usage,
     UsageCandidate,
+    bound_in,
     call_named,
     judge_usage,
+    names_in,
     scope_key,
+    site_call,
     usage,
 )
 from dynamo_lens.static.summary import CallSite, CompileSite
@@ -85,7 +91,10 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         reused = _reused_in(table, loops[-1], scope_key(at.scope))
         where = "on every iteration of this loop"
         if reused is None:
-            continue  # the loop does not reuse a compiled callable: e.g. one reset per experiment
+            recompiled = _recompiled_in(ctx, table, loops[-1], scope_key(at.scope))
+            if recompiled is not None:
+                yield _compiled_again(ctx, call, recompiled)
+            continue  # else the loop does not reuse a compiled callable: e.g. one reset per experiment
         name = reused.handle.name
         message = (
             f"`{ctx.source(call.func)}()` {where}, which also calls compiled `{name}`: the reset drops every "
@@ -107,6 +116,37 @@ def _reused_in(table: Usage, loop: Loop, scope: str) -> HandleCall | None:
         if scope_key(handle_call.at.scope) == scope and start <= line <= end and not start <= site_line <= end:
             return handle_call
     return None
+
+
+def _recompiled_in(ctx: FileContext, table: Usage, loop: Loop, scope: str) -> HandleCall | None:
+    """A call, inside ``loop``, of what a compile site in the same loop compiles from something the loop does not
+    rebind (``compiled = torch.compile(model)`` on every iteration): the same code, compiled again each time."""
+    start, end = loop.lineno, loop.end_lineno or loop.lineno
+    bound = bound_in(loop)
+    for handle_call in table.calls:
+        site = handle_call.handle.site
+        if scope_key(handle_call.at.scope) != scope or not start <= handle_call.call.lineno <= end:
+            continue
+        if not start <= site.span.line <= end:
+            continue
+        at = site_call(ctx, site)
+        node = at.node if at is not None else None
+        target = node.args[0] if isinstance(node, ast.Call) and node.args else None
+        if target is not None and not names_in(target) & bound:
+            return handle_call
+    return None
+
+
+def _compiled_again(ctx: FileContext, reset: ast.Call, handle_call: HandleCall) -> UsageCandidate:
+    site = handle_call.handle.site
+    message = (
+        f"`{ctx.source(reset.func)}()` on every iteration of this loop, which then compiles `{site.target_text}` "
+        f"again and calls it: the loop does not change what it compiles, so each iteration compiles the same code "
+        f"from scratch ({TORCH}: a full compile per iteration, and `TORCH_LOGS=recompiles` shows none); unless the "
+        "loop measures compile time, compile once before it"
+    )
+    related = (Related(site.span, "compiled again here on every iteration"),)
+    return UsageCandidate(RULE.code, ctx.span(reset), message, RULE.default_severity, (site,), related=related)
 
 
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:

@@ -51,6 +51,17 @@ def root_name(expr: ast.AST) -> tuple[str | None, int]:
     return (expr.id, steps) if isinstance(expr, ast.Name) else (None, steps)
 
 
+def bound_in(node: ast.AST) -> set[str]:
+    """Names (re)bound anywhere inside ``node``: loop targets, assignments, nested ``def``s."""
+    bound: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+            bound.add(inner.id)
+        elif isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and inner is not node:
+            bound.add(inner.name)
+    return bound
+
+
 def names_in(expr: ast.AST) -> set[str]:
     return {node.id for node in ast.walk(expr) if isinstance(node, ast.Name)}
 
