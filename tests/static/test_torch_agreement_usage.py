@@ -215,13 +215,15 @@ CASES = (
     Case("DL209_ok_uncompiled_step.py", 1),
     Case("DL209_betas_cycled.py", 2),  # OneCycleLR cycles Adam's betas[0]: guarded, then dynamic
     Case("DL209_ok_momentum_not_cycled.py", 1),
-    # DL210: dtypes are never dynamic: one compile per dtype, the limit past eight
+    # DL210: dtypes are never dynamic (one compile per dtype, the limit past eight), nor sizes under dynamic=False
     Case("DL210_dtype_loop.py", 4),
     Case("DL210_dtype_loop_past_limit.py", LIMIT, limit_hit=True),
     Case("DL210_dtype_argument.py", 3),
     Case("DL210_ok_dtype_loop_unrelated_argument.py", 1),
     Case("DL210_ok_single_dtype.py", 1),
     Case("DL210_ok_dtype_loop_uncompiled.py", 1),
+    Case("DL210_shape_follows_counter_static.py", LIMIT, limit_hit=True),
+    Case("DL210_ok_shape_follows_counter_default.py", 2),  # automatic dynamic after the second size
     # DL401: hooks added after the compiled code ran are silently skipped
     Case("DL401_submodule_hook_after_call.py", 1, hooks=Hooks.SILENT),
     Case("DL401_hook_loop_modules.py", 1, hooks=Hooks.DIFFERS),  # the root's own hook still fires

@@ -1,17 +1,23 @@
-"""DL210 · input-dtype-varies
+"""DL210 · input-metadata-varies
 
 ## What it does
-Flags a call of a compiled callable inside a loop over a literal list or tuple of dtypes (`for dtype in
-(torch.float32, torch.float16)`, or a name bound to one) when an argument changes with the loop's dtype: a tensor
-cast or made in it (`x.to(dtype)`, `torch.ones(n, dtype=dtype)`, directly or through a local assigned in the loop),
-or the dtype itself.
+Flags a call of a compiled callable, inside a loop, with an input whose metadata changes on each iteration in a way
+Dynamo never makes dynamic:
+
+* the dtype, in a loop over a literal list or tuple of dtypes (`for dtype in (torch.float32, torch.float16)`, or a
+  name bound to one): a tensor cast or made in it (`x.to(dtype)`, `torch.ones(n, dtype=dtype)`, directly or through a
+  local assigned in the loop), or the dtype itself;
+* the shape, when the compile site says `dynamic=False`: a tensor made with a size that follows a loop counter
+  (`torch.randn(n, 4)`), or a slice bounded by one (`x[:n]`).
 
 ## Why it matters
 Dynamo guards the dtype of every tensor input (`TENSOR_MATCH`: "tensor 'x' dtype mismatch. expected Float, actual
 Double") and a `torch.dtype` argument by value, and no setting makes a dtype dynamic. Measured on torch 2.13
 (`backend="eager"`): a loop over four dtypes compiled the function four times; over ten dtypes it compiled eight
 times, hit `recompile_limit` (8) and ran the remaining dtypes eagerly. Up to the limit it is a bounded cost (`info`,
-one compile per dtype, each entry reused on later calls with that dtype); past it, a warning.
+one compile per dtype, each entry reused on later calls with that dtype); past it, a warning. Sizes are guarded too;
+by default a second size makes them dynamic (automatic dynamic: 2 compiles, not reported), but `dynamic=False` turns
+that off: twelve sizes compiled eight times and hit the limit (a warning).
 
 ## Example
 ```python
@@ -31,7 +37,8 @@ loop gives each dtype its own cache).
 ## Known limitations
 Only loops over a literal list or tuple of `torch` dtypes (or a name bound to one in the same scope or at module level)
 are followed, and only arguments whose expression (or the local it names) mentions the loop variable. A dtype that
-comes from a parametrized test or a config is not seen.
+comes from a parametrized test or a config is not seen. Sizes are followed from loop counters (`range()`, `+=`) into
+`torch.randn/rand/zeros/ones/empty/full` sizes and slice bounds, under a literal `dynamic=False` only.
 
 ## Fix safety
 No automatic fix: whether several compiled entries are wanted is the caller's choice.
@@ -44,7 +51,7 @@ No automatic fix: whether several compiled entries are wanted is the caller's ch
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
 from dynamo_lens.codes import Check, Rule
@@ -53,8 +60,10 @@ from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic.usage import (
     HandleCall,
     Loop,
+    Usage,
     UsageCandidate,
     judge_usage,
+    loop_scalars,
     names_in,
     position,
     scope_key,
@@ -64,8 +73,8 @@ from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
 RULE = Rule(
     code="DL210",
-    name="input-dtype-varies",
-    summary="A compiled callable is called in a loop over dtypes with an input of each dtype: one compile per dtype",
+    name="input-metadata-varies",
+    summary="A compiled callable is called in a loop with an input whose dtype (or static shape) changes each time",
     default_severity=Severity.WARNING,
     source="static",
     docs_url="https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
@@ -94,9 +103,17 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
             found = _dtype_loop(ctx, loop, partial(table.value_of, scope, before=position(loop)))
             if found is not None:
                 dtype_loops[found[0].id] = found
+        arguments = (*handle_call.call.args, *(k.value for k in handle_call.call.keywords))
+        if dict(handle_call.handle.site.options).get("dynamic") == "False":
+            counters = loop_scalars(loops, partial(table.value_of, scope, before=here))
+            ints = {name for name, kind in counters.items() if kind == "int"}
+            sized = _sized_by_counter(ctx, table, scope, here, arguments, ints)
+            if sized is not None:
+                yield _shape_candidate(ctx, handle_call, *sized)
+                continue
         if not dtype_loops:
             continue
-        for argument in (*handle_call.call.args, *(k.value for k in handle_call.call.keywords)):
+        for argument in arguments:
             names = names_in(argument)
             if isinstance(argument, ast.Name) and argument.id not in dtype_loops:
                 value = table.value_of(scope, argument.id, before=here)
@@ -150,6 +167,51 @@ def _candidate(
         RULE.default_severity if past_limit else Severity.INFO,
         (site,),
         related=(Related(ctx.span(variable), "the loop over dtypes"),),
+    )
+
+
+SIZED_FACTORIES = frozenset(
+    {"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.arange"}
+)
+
+
+def _sized_by_counter(
+    ctx: FileContext, table: Usage, scope: str, here: tuple[int, int], arguments: Iterable[ast.expr], ints: set[str]
+) -> tuple[ast.expr, str] | None:
+    """The first argument whose shape follows an int loop counter (``torch.randn(n, 4)``, ``x[:n]``, or a local
+    assigned one), with the counter."""
+    for argument in arguments:
+        value = argument
+        if isinstance(argument, ast.Name):
+            value = table.value_of(scope, argument.id, before=here) or argument
+        sizes: set[str] = set()
+        if isinstance(value, ast.Call) and ctx.resolve(value.func) in SIZED_FACTORIES:
+            shape = value.args[:1] if ctx.resolve(value.func) == "torch.full" else value.args
+            shape += [k.value for k in value.keywords if k.arg == "size"]
+            sizes = {name for size in shape for name in names_in(size)}
+        elif isinstance(value, ast.Subscript) and any(isinstance(n, ast.Slice) for n in ast.walk(value.slice)):
+            sizes = names_in(value.slice)
+        counter = sorted(sizes & ints)
+        if counter:
+            return argument, counter[0]
+    return None
+
+
+def _shape_candidate(ctx: FileContext, handle_call: HandleCall, argument: ast.expr, counter: str) -> UsageCandidate:
+    site = handle_call.handle.site
+    message = (
+        f"`{ctx.source(argument, 40)}` gives the input a new shape on each iteration (its size follows `{counter}`), "
+        "and the compile site says `dynamic=False`: torch 2.13 guards every input's sizes and then never makes them "
+        f"dynamic, so each shape compiles once; after {RECOMPILE_LIMIT} compiles (recompile_limit) the code runs "
+        "eagerly"
+    )
+    return UsageCandidate(
+        RULE.code,
+        ctx.span(argument),
+        message,
+        RULE.default_severity,
+        (site,),
+        related=(Related(site.span, "compiled with `dynamic=False` here"),),
     )
 
 
