@@ -529,9 +529,10 @@ def _container_candidate(
     keys = (
         {repr(k.value) for k in initial.keys if isinstance(k, ast.Constant)} if isinstance(initial, ast.Dict) else set()
     )
-    growths = [g for g in growths if g.new_key not in keys or not g.new_key]
+    # a list grows only through its methods (`HISTORY[i] = y` keeps its length), a dict or set only through keys
+    growths = [g for g in growths if g.per_call == (kind == "list") and not (g.new_key and g.new_key in keys)]
     if not growths:
-        return None  # every key it writes is there from the start: the dict's structure never changes
+        return None  # nothing changes its structure: every key it writes is there from the start
     guard = f"`G['{name}'] == {{...}}`" if kind == "set" else f"`len(G['{name}']) == <length>`"
     limit = f"past {RECOMPILE_LIMIT} compiles (recompile_limit) the code runs eagerly"
     if any(g.per_call for g in growths):
