@@ -448,7 +448,7 @@ def test_capture_flag_from_the_environment(setting: str, reported: bool) -> None
             """,
         )
     )
-    assert bool(only(findings, "DL301")) is reported
+    assert [f.span.line for f in only(findings, "DL301")] == ([9] if reported else [])
 
 
 def test_environment_set_after_a_compile_changes_nothing() -> None:

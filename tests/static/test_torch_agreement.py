@@ -169,6 +169,9 @@ CASES = (
     Case("DL301_ok_capture_flags.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_disabled_function_outside.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_capture_flags_from_environment.py", "DL301", Expect.QUIET, 1, fresh=True),
+    Case(
+        "DL301_capture_flag_from_environment_too_late.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124"), fresh=True
+    ),
     # DL302 data-dependent-branch
     Case("DL302_if_reduction.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_while_in_forward.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),

@@ -107,7 +107,7 @@ from dynamo_lens.static.semantic.bodies import (
 from dynamo_lens.static.semantic.evaluate import FunctionValue
 from dynamo_lens.static.semantic.values import ValueKind, kind_of, merge_kinds, range_loop_names
 from dynamo_lens.static.walk import SHRINKING_METHODS
-from dynamo_lens.torch_facts import RECOMPILE_LIMIT
+from dynamo_lens.torch_facts import RECOMPILE_LIMIT, TORCH
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -554,7 +554,7 @@ def _container_candidate(
         span=ctx.span(read),
         function=body.qualname,
         message=f"compiled code {what} (line {growths[0].node.lineno}) and reads it: Dynamo guards {guard}: {cost} "
-        "(torch 2.13)",
+        f"({TORCH})",
         severity=severity,
         related=(*related, Related(ctx.span(binding.target), f"`{name}` defined here")),
         data=(("name", name), ("kind", kind), ("global", name), ("setters", "")),

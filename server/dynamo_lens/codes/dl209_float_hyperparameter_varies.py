@@ -66,6 +66,7 @@ from dynamo_lens.static.semantic.usage import (
     scope_key,
 )
 from dynamo_lens.static.summary import CompileSite
+from dynamo_lens.torch_facts import TORCH
 
 RULE = Rule(
     code="DL209",
@@ -110,7 +111,7 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
             remedy = "with `cycle_momentum=False`" + (" and a tensor `lr`" if float_lr else "") + " it compiles once"
         message = (
             f"{what} changes the Python-float {' and '.join(changed)} of `{optimizer}`, whose `step` is compiled: "
-            "torch 2.13 guards the float in `param_groups` by value, recompiles once and then treats it as dynamic "
+            f"{TORCH} guards the float in `param_groups` by value, recompiles once and then treats it as dynamic "
             f"(2 compiles); {remedy}"
         )
         related = (Related(ctx.span(lr), "Python-float lr set here"),) if lr is not None and float_lr else ()

@@ -57,6 +57,7 @@ from functools import partial
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Related, Severity
 from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.usage import (
     HandleCall,
     Loop,
@@ -69,7 +70,7 @@ from dynamo_lens.static.semantic.usage import (
     scope_key,
     usage,
 )
-from dynamo_lens.torch_facts import RECOMPILE_LIMIT
+from dynamo_lens.torch_facts import RECOMPILE_LIMIT, TORCH
 
 RULE = Rule(
     code="DL210",
@@ -98,11 +99,6 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         if not loops or not handle_call.handle.runs_compiled:
             continue
         scope, here = scope_key(handle_call.at.scope), position(handle_call.call)
-        dtype_loops: dict[str, tuple[ast.Name, int]] = {}
-        for loop in loops:
-            found = _dtype_loop(ctx, loop, partial(table.value_of, scope, before=position(loop)))
-            if found is not None:
-                dtype_loops[found[0].id] = found
         arguments = (*handle_call.call.args, *(k.value for k in handle_call.call.keywords))
         if dict(handle_call.handle.site.options).get("dynamic") == "False":
             counters = loop_scalars(loops, partial(table.value_of, scope, before=here))
@@ -111,6 +107,11 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
             if sized is not None:
                 yield _shape_candidate(ctx, handle_call, *sized)
                 continue
+        dtype_loops: dict[str, tuple[ast.Name, int]] = {}
+        for loop in loops:
+            found = _dtype_loop(ctx, loop, partial(table.value_of, scope, before=position(loop)))
+            if found is not None:
+                dtype_loops[found[0].id] = found
         if not dtype_loops:
             continue
         for argument in arguments:
@@ -157,7 +158,7 @@ def _candidate(
         else f"{count} compiles in all, each reused for its dtype"
     )
     message = (
-        f"`{text}` changes dtype on each iteration of the loop over {count} dtypes: torch 2.13 guards each input's "
+        f"`{text}` changes dtype on each iteration of the loop over {count} dtypes: {TORCH} guards each input's "
         f"dtype (and a dtype argument by value) and never makes it dynamic, so every dtype compiles once ({cost})"
     )
     return UsageCandidate(
@@ -187,7 +188,7 @@ def _sized_by_counter(
         sizes: set[str] = set()
         if isinstance(value, ast.Call) and ctx.resolve(value.func) in SIZED_FACTORIES:
             shape = value.args[:1] if ctx.resolve(value.func) == "torch.full" else value.args
-            shape += [k.value for k in value.keywords if k.arg == "size"]
+            shape = [*shape, *(k.value for k in value.keywords if k.arg == "size")]
             sizes = {name for size in shape for name in names_in(size)}
         elif isinstance(value, ast.Subscript) and any(isinstance(n, ast.Slice) for n in ast.walk(value.slice)):
             sizes = names_in(value.slice)
@@ -201,7 +202,7 @@ def _shape_candidate(ctx: FileContext, handle_call: HandleCall, argument: ast.ex
     site = handle_call.handle.site
     message = (
         f"`{ctx.source(argument, 40)}` gives the input a new shape on each iteration (its size follows `{counter}`), "
-        "and the compile site says `dynamic=False`: torch 2.13 guards every input's sizes and then never makes them "
+        f"and the compile site says `dynamic=False`: {TORCH} guards every input's sizes and then never makes them "
         f"dynamic, so each shape compiles once; after {RECOMPILE_LIMIT} compiles (recompile_limit) the code runs "
         "eagerly"
     )
@@ -211,7 +212,7 @@ def _shape_candidate(ctx: FileContext, handle_call: HandleCall, argument: ast.ex
         message,
         RULE.default_severity,
         (site,),
-        related=(Related(site.span, "compiled with `dynamic=False` here"),),
+        related=(settings.compiled_with(("False", site), "dynamic"),),
     )
 
 

@@ -58,6 +58,7 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Related, Severity
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.usage import (
+    HandleCall,
     Usage,
     UsageCandidate,
     after_compiled_run,
@@ -67,6 +68,7 @@ from dynamo_lens.static.semantic.usage import (
     root_name,
     usage,
 )
+from dynamo_lens.torch_facts import TORCH
 
 RULE = Rule(
     code="DL401",
@@ -104,13 +106,16 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         earlier = table.ran_before(set(reach.sites), at)
         if earlier is None:
             continue
-        name = earlier.handle.name
-        message = (
-            f"`{func.attr}` on `{ctx.source(func.value, 40)}` after compiled `{name}` already ran: torch 2.13 does not "
-            "guard hook dicts that were empty when it compiled (`skip_nnmodule_hook_guards`), so the compiled code "
-            "never calls this hook: no recompile, no error, and results silently differ from eager"
-        )
+        message = f"`{func.attr}` on `{ctx.source(func.value, 40)}` {_never_called(earlier, 'this hook')}"
         yield after_compiled_run(ctx, RULE, call, message, reach, earlier)
+
+
+def _never_called(earlier: HandleCall, hooks: str) -> str:
+    return (
+        f"after compiled `{earlier.handle.name}` already ran: {TORCH} does not guard hook dicts that were empty when "
+        f"it compiled (`skip_nnmodule_hook_guards`), so the compiled code never calls {hooks}: no recompile, no "
+        "error, and results silently differ from eager"
+    )
 
 
 def _through_helper(table: Usage, at: NodeAt, func: ast.Attribute) -> Iterator[UsageCandidate]:
@@ -144,9 +149,7 @@ def _through_helper(table: Usage, at: NodeAt, func: ast.Attribute) -> Iterator[U
             continue
         message = (
             f"`{node.name}(...)` registers `{func.attr}` on submodules of `{ctx.source(argument, 30)}` (line "
-            f"{func.lineno}) after compiled `{earlier.handle.name}` already ran: torch 2.13 does not guard hook "
-            "dicts that were empty when it compiled (`skip_nnmodule_hook_guards`), so the compiled code never calls "
-            "these hooks: no recompile, no error, and results silently differ from eager"
+            f"{func.lineno}) {_never_called(earlier, 'these hooks')}"
         )
         found = after_compiled_run(ctx, RULE, call, message, reach, earlier)
         yield replace(found, related=(*found.related, Related(ctx.span(func), "the hook is registered here")))

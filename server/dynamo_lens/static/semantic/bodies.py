@@ -28,7 +28,7 @@ from dynamo_lens.static.semantic.program import never_runs
 from dynamo_lens.static.semantic.usage import call_site_tensors
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.static.summary import Candidate
-from dynamo_lens.torch_facts import RECOMPILE_LIMIT
+from dynamo_lens.torch_facts import RECOMPILE_LIMIT, TORCH
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -318,7 +318,7 @@ site's ``dynamic=`` decides the cost (and are not the finding's)."""
 
 def guard_message(subject: str, guard: str, cost: str) -> str:
     """``<what changes>; compiled code that reads it makes Dynamo guard <guard>: <cost> (torch 2.13)``."""
-    return f"{subject}; compiled code that reads it makes Dynamo guard {guard}: {cost} (torch 2.13)"
+    return f"{subject}; compiled code that reads it makes Dynamo guard {guard}: {cost} ({TORCH})"
 
 
 def judge_automatic_dynamic(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:

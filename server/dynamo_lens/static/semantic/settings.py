@@ -166,8 +166,8 @@ def _too_late(index: WorkspaceIndex, setting: DynamoSetting) -> bool:
     imported Dynamo before it, and Dynamo reads the variable only then (measured: the write changes nothing)."""
     if not setting.environment:
         return False
-    path, line = setting.span.path, setting.span.line
-    return any(site.span.path == path and site.span.line < line for site in index.files.compile_sites())
+    summary = index.summary(setting.span.path)
+    return summary is not None and any(site.span.line < setting.span.line for site in summary.compile_sites)
 
 
 def in_force(index: WorkspaceIndex, name: str, value: str, sites: Iterable[CompileSite]) -> DynamoSetting | None:
