@@ -206,6 +206,8 @@ CASES = (
     Case("DL208_ok_torch_nn_compile_in_place.py", 0),  # torch.nn frames are skipped: nothing compiles
     Case("DL208_requires_grad_flipped_in_loop.py", 2),  # each flip: one entry per requires_grad value
     Case("DL208_ok_requires_grad_set_once.py", 1),
+    Case("DL208_step_published_by_setup.py", 2),  # `global step; step = torch.compile(step)`: its readers call it
+    Case("DL208_ok_published_step_outside_program.py", 1),  # evaluate() is not run by the compiling train()
     # DL209: a scheduled float lr recompiles the optimizer step once
     Case("DL209_steplr_compiled_step.py", 2),
     Case("DL209_compile_opt_step_direct.py", 2),

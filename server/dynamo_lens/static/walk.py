@@ -812,11 +812,13 @@ class Walker:
         value = node.value
         self.visit(value)
         names = tuple(t.id for t in node.targets if isinstance(t, ast.Name))
-        if names and isinstance(value, ast.Call | ast.Name | ast.Attribute):
-            self.ctx.assigned_names[id(value)] = names
-            self.block.assigned.append((id(value), names))
-            if _may_alias(value, self.ctx):
-                self.block.pending_aliases.extend(_PendingAlias(name, value, self.scope) for name in names)
+        # `f = torch.compile(f)`, and each arm of `f = jit(f) if thunder else torch.compile(f)`
+        for assigned in _arms(value) if names else ():
+            if isinstance(assigned, ast.Call | ast.Name | ast.Attribute):
+                self.ctx.assigned_names[id(assigned)] = names
+                self.block.assigned.append((id(assigned), names))
+        if names and isinstance(value, ast.Call | ast.Name | ast.Attribute) and _may_alias(value, self.ctx):
+            self.block.pending_aliases.extend(_PendingAlias(name, value, self.scope) for name in names)
         for target in node.targets:
             self._store(target, value, node)
         if self.function is not None and len(names) == 1 == len(node.targets):
@@ -1452,3 +1454,13 @@ def _is_literal(node: ast.AST) -> bool:
             k is not None and _is_literal(k) and _is_literal(v) for k, v in zip(node.keys, node.values, strict=True)
         )
     return False
+
+
+def _arms(value: ast.expr) -> Iterator[ast.expr]:
+    """The expressions whose result an assignment of ``value`` binds: ``value`` itself, or each arm of a conditional
+    expression."""
+    if isinstance(value, ast.IfExp):
+        yield from _arms(value.body)
+        yield from _arms(value.orelse)
+    else:
+        yield value

@@ -209,6 +209,7 @@ class Evaluator:
         """id(call) → the qualname of the function or method it is made in (``""`` at module level)."""
         self._attributes: dict[tuple[ClassKey, str], Values] = {}
         self._params: dict[tuple[str, str, str], Values] = {}
+        self._published_names: dict[str, frozenset[str]] = {}
 
     # -- public --------------------------------------------------------------------------------------------------
     def evaluate(self, expr: Expr, path: str, env: Env = NO_ENV) -> Values:
@@ -422,13 +423,27 @@ class Evaluator:
         if symbol.kind == "class":
             return {ClassValue((symbol.path, symbol.qualname))}
         if symbol.kind == "function":
-            return {FunctionValue((symbol.path, symbol.qualname))}
+            function = FunctionValue((symbol.path, symbol.qualname))
+            if symbol.qualname in self._published(symbol.path):
+                # `global step; step = torch.compile(step)` in a set-up function: the name's later readers call
+                # whatever the name holds then, so they get the name's identity besides the def
+                return {function, Slot((symbol.path, ""), symbol.qualname)}
+            return {function}
         if symbol.kind == "method":
             owner, _, name = symbol.qualname.rpartition(".")
             return {MethodValue((symbol.path, owner), name, on_class=True)}
         if symbol.kind == "binding":
             return self._global(symbol.path, symbol.qualname, 0)
         return {ModuleFile(symbol.path)}
+
+    def _published(self, path: str) -> frozenset[str]:
+        """The module-level names of ``path`` that a function rebinds to a compiled callable (``global``)."""
+        found = self._published_names.get(path)
+        if found is None:
+            summary = self.files.summary(path)
+            sites = summary.compile_sites if summary is not None else ()
+            found = self._published_names[path] = frozenset(n for s in sites if s.published for n in s.module_names)
+        return found
 
     def _global(self, path: str, name: str, line: int) -> Iterable[Value]:
         bindings = self.files.bindings(path, name)
@@ -698,16 +713,10 @@ class Evaluator:
         return callers if self.program is None else (c for c in callers if self._in_program(c))
 
     def _in_program(self, caller: tuple[CallSite, str]) -> bool:
-        """The call is made by code of :attr:`program` (or by a function nested in such code)."""
+        """The call is made by code of :attr:`program`."""
         assert self.program is not None
         call, path = caller
-        scope = self._call_scopes.get(id(call), "")
-        while True:
-            if (path, scope) in self.program:
-                return True
-            if not scope:
-                return False
-            scope = scope.rpartition(".")[0]
+        return runs_in(self.program, path, self._call_scopes.get(id(call), ""))
 
     def _varargs(self, path: str, function: str, summary: FunctionSummary) -> Iterable[Value]:
         """What the ``*args`` of a function holds: a tuple of what each caller passes after the named positional
@@ -763,6 +772,17 @@ class Evaluator:
 
 
 _USED: dict[int, frozenset[str]] = {}
+
+
+def runs_in(program: frozenset[tuple[str, str]], path: str, scope: str) -> bool:
+    """Code of ``scope`` (a qualname in ``path``, ``""`` for the module level) is part of ``program``: the scope
+    itself or a function it is nested in is (the module level counts only for code at the module level)."""
+    while True:
+        if (path, scope) in program:
+            return True
+        scope = scope.rpartition(".")[0]
+        if not scope:
+            return False
 
 
 def _params_used(returns: tuple[Expr, ...]) -> frozenset[str]:

@@ -35,9 +35,11 @@ MODULE_WRAPPERS = frozenset(
     {"torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
      "torch.distributed.fsdp.FullyShardedDataParallel", "torch.distributed.fsdp.fully_shard",
      "torch.distributed._composable.fsdp.fully_shard", "torch.distributed._composable.fully_shard",
-     "torch.nn.parallel.distributed.DistributedDataParallel"}
+     "torch.nn.parallel.distributed.DistributedDataParallel", "tensordict.nn.TensorDictModule",
+     "tensordict.nn.common.TensorDictModule"}
 )  # fmt: skip
-"""Calls whose result runs the wrapped module's ``forward`` (or is that module)."""
+"""Calls whose result runs the wrapped module's ``forward`` (or is that module): ``TensorDictModule(model, in_keys=...,
+out_keys=...)`` calls ``model`` with the tensors it reads from the tensordict."""
 TRANSPARENT_CALLS = frozenset({PARTIAL}) | MODULE_WRAPPERS
 """Calls that stand for their first argument: what they return calls it (``partial(f, 1)``, ``DDP(model)``)."""
 EXTERNAL_ROOTS = frozenset(

@@ -53,7 +53,7 @@ def compiled_callees(index: WorkspaceIndex, placed: PlacedCall) -> list[CompileS
     found: list[CompileSite] = []
     for value in index.evaluator.evaluate(placed.call.func, placed.path):
         for site in holders.get(value, ()):
-            if site not in found:
+            if site not in found and index.reach.in_program(site, placed.path, placed.function):
                 found.append(site)
     return found
 

@@ -36,6 +36,7 @@ from dynamo_lens.static.semantic.evaluate import (
     Value,
     Values,
     Wrapper,
+    runs_in,
 )
 from dynamo_lens.static.semantic.workspace import ClassKey, Files, FunctionKey
 from dynamo_lens.static.summary import CallSite, CompileSite, MethodSummary, Ref
@@ -275,6 +276,16 @@ class Reach:
                 (successor, node, unguarded and not guarded)
                 for successor, guarded in self._successors_of(state, evaluator)
             )
+
+    def in_program(self, site: CompileSite, path: str, function: str) -> bool:
+        """Code of ``function`` (in ``path``) runs in the program that makes ``site``: always, unless the site is
+        published (``global step; step = torch.compile(step)`` in ``setup``), whose compiled callable only the code
+        ``setup`` runs, directly or not, calls (another script that imports ``step`` calls the plain def)."""
+        if not site.published:
+            return True
+        program = self._program_evaluator(site).program
+        assert program is not None
+        return runs_in(program, path, function)
 
     def _program_evaluator(self, site: CompileSite) -> Evaluator:
         """An evaluator that knows only the program running the function that made ``site``: what that function
