@@ -87,7 +87,11 @@ break). Calls are followed into functions of the same workspace that the compile
 decorated with `torch.compiler.disable` are not traced; a call of one is reported only when it is defined in the same
 file as the compiled code that calls it. A call that runs only under a condition (its own `if`, or a
 call made conditionally on the way from the compile site) is a hint: whether the program takes that branch is
-decided by its configuration and inputs, which a scan cannot see.
+decided by its configuration and inputs, which a scan cannot see. The exception is a branch only the first call
+takes: its test is on an attribute the instance leaves `__init__` passing by a literal (`if self.first_batch:` with
+`self.first_batch = True`, `if self.table is None:` with `self.table = None`) and the branch itself changes it. That
+breaks the graph once, on the first call (measured on 2.13; the next call recompiles without the branch), so it is an
+info.
 
 ## Fix safety
 No automatic fix: moving a call out of the compiled region changes when it runs, and `capture_scalar_outputs`
@@ -530,6 +534,7 @@ def _candidate(
         only_if_taken=True,
         guarded=id(key) in body.guarded,
         requires=body.requires.get(id(key), ()),
+        first_call=body.first_call.get(id(key), ()),
         # `bool(t)` under capture_scalar_outputs still breaks where the value steers a branch (GB0170, measured)
         lifted_by="" if isinstance(node, ast.Call) and _is_bool_call(node) else found.lifted_by,
         lifted_partly=found.lifted_partly,

@@ -34,7 +34,8 @@ functions, arguments annotated `torch.Tensor` or that every call of the compiled
 tensor (`step(x, torch.tensor(True))`), or local names assigned from such expressions. Any other bare argument
 (`if x:`) is not reported, since it could be a Python flag. Branches on `.item()` values are reported as DL301. A
 branch that compiled code reaches only under a condition (an outer `if`, or a call made conditionally on the way from
-the compile site) is a hint: the scan cannot tell whether the program takes it.
+the compile site) is a hint: the scan cannot tell whether the program takes it. A branch only the first call takes
+(`if self.stats is None:` with `self.stats = None` in `__init__`, filled by the branch) breaks once: an info.
 
 ## Fix safety
 No automatic fix: `torch.where` evaluates both branches, and `torch.cond` needs both branches to return tensors of
@@ -97,6 +98,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
                 only_if_taken=True,
                 guarded=id(statement) in body.guarded,
                 requires=body.requires.get(id(statement), ()),
+                first_call=body.first_call.get(id(statement), ()),
             )
 
 

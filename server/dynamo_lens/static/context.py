@@ -112,6 +112,10 @@ class NodeAt:
     """What parameters of its function must be for it to run: ``(param, "truth", True)`` inside ``if param:`` or
     after ``if not param: return``; ``(param, "none", False)`` inside ``if param is not None:``; the same with
     ``"self.<attr>"`` for a test of an attribute of a method's own instance (``if self.cache_labels:``)."""
+    first_call: tuple[tuple[str, str, bool], ...] = ()
+    """When every condition it runs under is a self-resetting test of the method's instance (``if
+    self.first_batch:`` whose body sets ``self.first_batch = False``; ``if self.table is None:`` whose body fills
+    it), those tests: it runs on the first call whose instance starts out passing them, and not after."""
 
 
 @dataclass(slots=True, eq=False)

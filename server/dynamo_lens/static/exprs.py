@@ -185,6 +185,11 @@ class Given(Expr):
     requires: tuple[Requirement, ...]
 
 
+def plain_literal(text: str) -> str | None:
+    """``text`` when it is the ``repr`` of ``True``, ``False``, ``None`` or an int, else None."""
+    return text if text in ("True", "False", "None") or text.lstrip("-").isdigit() else None
+
+
 def holds(literal: str, kind: str) -> bool:
     """Whether the literal ``literal`` (a ``repr``) is truthy (``kind == "truth"``) or is None (``kind == "none"``)."""
     value = ast.literal_eval(literal)

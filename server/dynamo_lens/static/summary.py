@@ -74,6 +74,8 @@ class StateEvent:
     """Runs only under a condition of its method (``NodeAt.guarded``)."""
     requires: tuple[tuple[str, str, bool], ...] = ()
     """What parameters and ``self.<flag>`` attributes must be for it to run (``NodeAt.requires``)."""
+    first_call: tuple[tuple[str, str, bool], ...] = ()
+    """The self-resetting tests that alone guard it (``NodeAt.first_call``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,8 @@ class CallSite:
     (``layers[0](x)``): links find the callers of a function by it before evaluating anything."""
     guarded: bool = False
     """Made only under a condition of its function (``NodeAt.guarded``)."""
+    first_call: tuple[tuple[str, str, bool], ...] = ()
+    """The self-resetting tests that alone guard it (``NodeAt.first_call``)."""
     in_loop: bool = False
     """Made in a ``for``/``while`` body of its function (or of the module)."""
     grad: str = ""

@@ -112,6 +112,7 @@ class _Event:
     guarded: bool = False
     eager_only: bool = False
     requires: tuple[tuple[str, str, bool], ...] = ()
+    first_call: tuple[tuple[str, str, bool], ...] = ()
 
 
 @dataclass(slots=True)
@@ -266,6 +267,8 @@ class Walker:
         """The expression that set it (for related information)."""
         self.requires: tuple[tuple[str, str, bool], ...] = ()
         """What parameters of the current function must be for the current point to run (``NodeAt.requires``)."""
+        self.first_call: tuple[tuple[str, str, bool], ...] = ()
+        """The self-resetting tests that alone guard the current point (``NodeAt.first_call``)."""
         self.cls: _ClassBuilder | None = None
         self.blocks: list[BlockWalk] = []
         self.replayed = 0
@@ -353,6 +356,7 @@ class Walker:
                 self.grad,
                 self.grad_from,
                 self.requires,
+                self.first_call,
             )
             bucket.append(at)
             if kind in _BINDINGS:
@@ -503,6 +507,7 @@ class Walker:
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path = scope, builder, 0, 0, ()
         self.guarded, self.grad, self.grad_from = False, "", None
         saved_requires, self.requires = self.requires, ()
+        saved_first_call, self.first_call = self.first_call, ()
         if in_class and self.cls is not None and node.name in ("forward", "backward"):
             # autograd runs a Function's forward and backward with grad disabled (`Function.apply`)
             base = next((b for b in self.cls.node.bases if self.ctx.resolve(b) in AUTOGRAD_FUNCTIONS), None)
@@ -515,6 +520,7 @@ class Walker:
         self._statements(node.body)
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path, self.guarded = saved
         self.grad, self.grad_from, self.requires = (*saved_grad, saved_requires)
+        self.first_call = saved_first_call
 
     def _lambda(self, node: ast.Lambda) -> None:
         saved = self.function
@@ -523,11 +529,23 @@ class Walker:
         self.function = saved
 
     # -- control flow --------------------------------------------------------------------------------------------
-    def _branch(self, bodies: list[list[ast.stmt]], loop: bool = False, guarded: bool = True) -> None:
+    def _branch(
+        self,
+        bodies: list[list[ast.stmt]],
+        loop: bool = False,
+        guarded: bool = True,
+        first_call: tuple[str, str, bool] | None = None,
+    ) -> None:
         """Walk alternative bodies (``if``/``else``, a loop body, ``try`` clauses): each may run or not.
         ``guarded``: whether they run only when some condition holds (``if``, ``except``, ``case``), as opposed to
-        whenever their statement runs (loop bodies, the ``try`` body, ``finally``)."""
+        whenever their statement runs (loop bodies, the ``try`` body, ``finally``). ``first_call``: the
+        self-resetting test that guards the (single) body (``NodeAt.first_call``)."""
+        saved = self.first_call
+        if guarded:
+            # only self-resetting tests all the way up: the point runs on the first call
+            self.first_call = (*saved, first_call) if first_call is not None and (saved or not self.guarded) else ()
         self._bodies([(body, guarded, self.eager_only) for body in bodies], loop)
+        self.first_call = saved
 
     def _bodies(self, bodies: list[tuple[list[ast.stmt], bool, bool]], loop: bool = False) -> None:
         """:meth:`_branch` with, per body, whether it is guarded and whether only eager code runs it."""
@@ -637,7 +655,7 @@ class Walker:
             assert test is not None
             saved = self.requires
             self.requires = (*saved, test)
-            self._branch([node.body])
+            self._branch([node.body], first_call=test if _resets(node.body, test, self._self_attr) else None)
             self.requires = (*saved, (test[0], test[1], not test[2]))
             self._branch([node.orelse])
             self.requires = saved
@@ -710,6 +728,7 @@ class Walker:
             function.read_since_change.discard(attr)
         event = _Event(kind, attr, node, tuple(function.path), **extra)  # type: ignore[arg-type]
         event.guarded, event.eager_only, event.requires = self.guarded, self.eager_only, self.requires
+        event.first_call = self.first_call
         function.events.append(event)
         return event
 
@@ -1068,6 +1087,7 @@ class Walker:
             span=self.ctx.span(call),
             name=name,
             guarded=at.guarded,
+            first_call=at.first_call,
             in_loop=at.loop_depth > 0,
             grad=at.grad,
             grad_from=self.ctx.span(at.grad_from) if at.grad_from is not None else None,
@@ -1215,6 +1235,7 @@ class Walker:
             statement=ctx.span(e.statement) if e.statement is not None else None,
             guarded=e.guarded,
             requires=e.requires,
+            first_call=e.first_call,
         )
 
     def _freeze_init(self, a: _InitAttr, class_scope: Scope) -> AttrInit:
@@ -1464,3 +1485,27 @@ def _arms(value: ast.expr) -> Iterator[ast.expr]:
         yield from _arms(value.orelse)
     else:
         yield value
+
+
+def _resets(body: list[ast.stmt], test: tuple[str, str, bool], self_attr: Callable[[ast.expr], str | None]) -> bool:
+    """``body`` (run when ``test`` holds) is a self-resetting branch: ``test`` is on ``self.<attr>`` and a statement
+    of the body itself assigns the attribute a value under which the test fails (``if self.first_batch: ...;
+    self.first_batch = False``, ``if self.table is None: self.table = build()``): once it ran, later calls skip
+    it."""
+    name, kind, expected = test
+    if not name.startswith(SELF_FLAG) or kind not in ("truth", "none"):
+        return False
+    attr = name.removeprefix(SELF_FLAG)
+    for statement in body:
+        if not isinstance(statement, ast.Assign):
+            continue
+        if not any(isinstance(t, ast.Attribute) and self_attr(t) == attr for t in statement.targets):
+            continue
+        value = statement.value
+        if kind == "none":
+            is_none = isinstance(value, ast.Constant) and value.value is None
+            if expected != is_none:
+                return True  # an `is None` branch assigning something else, an `is not None` one assigning None
+        elif isinstance(value, ast.Constant) and bool(value.value) != expected:
+            return True
+    return False

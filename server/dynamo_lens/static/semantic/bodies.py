@@ -25,9 +25,11 @@ from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext, NodeAt, function_qualname
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.program import never_runs
+from dynamo_lens.static.semantic.reach import ALWAYS, FIRST_CALL
+from dynamo_lens.static.semantic.reach import CONDITIONAL as CONDITIONAL_RUN
 from dynamo_lens.static.semantic.usage import call_site_tensors
 from dynamo_lens.static.semantic.values import TensorInference
-from dynamo_lens.static.summary import Candidate
+from dynamo_lens.static.summary import Candidate, CompileSite
 from dynamo_lens.torch_facts import RECOMPILE_LIMIT, TORCH
 
 if TYPE_CHECKING:
@@ -61,6 +63,9 @@ class InsideCompiledCandidate(Candidate):
     requires: tuple[tuple[str, str, bool], ...] = ()
     """What parameters of its function must be for its statement to run (``NodeAt.requires``): when every compiled
     call passes values that contradict this, compiled code never runs it."""
+    first_call: tuple[tuple[str, str, bool], ...] = ()
+    """The self-resetting tests that alone guard its statement (``NodeAt.first_call``): where the instance starts
+    out passing them, compiled code runs it on the first call."""
     lifted_by: str = ""
     """A ``torch._dynamo.config`` flag that, set to True, removes the hazard (``capture_scalar_outputs`` for
     ``.item()``): no finding where every compiling program sets it first, a hint where only some may."""
@@ -83,11 +88,13 @@ class FunctionBody:
     statements: list[ast.stmt] = field(default_factory=list)
     calls: list[ast.Call] = field(default_factory=list)
     in_loop: set[int] = field(default_factory=set)
+    """``id`` of the statements and calls that sit in a ``for``/``while`` body of this function."""
     guarded: set[int] = field(default_factory=set)
+    """``id`` of the statements and calls that run only under a condition of this function (``NodeAt.guarded``)."""
     requires: dict[int, tuple[tuple[str, str, bool], ...]] = field(default_factory=dict)
     """``id`` of a statement or call → what parameters of this function must be for it to run."""
-    """``id`` of the statements and calls that run only under a condition of this function (``NodeAt.guarded``)."""
-    """``id`` of the statements and calls that sit in a ``for``/``while`` body of this function."""
+    first_call: dict[int, tuple[tuple[str, str, bool], ...]] = field(default_factory=dict)
+    """``id`` of a statement or call → the self-resetting tests that alone guard it (``NodeAt.first_call``)."""
     tensor_params: frozenset[str] = frozenset()
     """Parameters every call of the compiled function in its file passes a tensor (``usage.call_site_tensors``)."""
     _lines: Sequence[str] = field(default_factory=list, repr=False)
@@ -287,6 +294,8 @@ def _block_bodies(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]])
                 body.guarded.add(id(at.node))
             if at.requires:
                 body.requires[id(at.node)] = at.requires
+            if at.first_call:
+                body.first_call[id(at.node)] = at.first_call
     result = list(bodies.values())
     for body in result:
         body.statements.sort(key=lambda s: (s.lineno, s.col_offset))
@@ -304,6 +313,10 @@ def rebinding_places(ctx: FileContext, targets: Sequence[ast.expr], label: str) 
 
 
 CONDITIONAL = " (a hint: compiled code runs this only under a condition, which the scan cannot decide)"
+ONCE = (
+    " (once: compiled code runs this on its first call only, in a branch that changes the attribute it tests, so "
+    "later calls skip it; the next call recompiles without it)"
+)
 
 AUTOMATIC_DYNAMIC_COST = "one recompile, then the value is dynamic"
 """What a changing int or float read by compiled code costs under ``dynamic=None`` (automatic dynamic)."""
@@ -369,10 +382,11 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
                 message += f" (a hint: a program that compiles this sets {flag}, under which Dynamo traces it)"
             related = (*related, settings.set_here(decision.setting))
     if candidate.only_if_taken and sites and severity != Severity.HINT:
-        node = index.reach.scope_node(path, candidate.function)
-        always = node is not None and any(index.reach.always_runs(site, node) for site in sites)
-        if candidate.guarded or not always:
+        runs = _runs(index, candidate, sites)
+        if runs == CONDITIONAL_RUN:
             severity, message = Severity.HINT, message + CONDITIONAL
+        elif runs == FIRST_CALL:
+            severity, message = Severity.INFO, message + ONCE
     yield index.finding(
         rule,
         candidate.span,
@@ -382,6 +396,27 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
         related=related,
         data=dict(candidate.data),
     )
+
+
+def _runs(index: WorkspaceIndex, candidate: InsideCompiledCandidate, sites: Sequence[CompileSite]) -> int:
+    """How surely compiled code runs the candidate's statement: the surest way any site reaches its function,
+    capped by how the function itself runs the statement."""
+    node = index.reach.scope_node(candidate.span.path, candidate.function)
+    if node is None:
+        return CONDITIONAL_RUN
+    if any(index.reach.always_runs(site, node) for site in sites):
+        reached = ALWAYS
+    elif any(index.reach.runs_on_first_call(site, node) for site in sites):
+        reached = FIRST_CALL
+    else:
+        return CONDITIONAL_RUN
+    if not candidate.guarded:
+        return reached
+    owner = candidate.function.rpartition(".")[0]
+    cls = (candidate.span.path, owner)
+    if candidate.first_call and owner and index.classes.starts_passing(cls, candidate.first_call):
+        return FIRST_CALL
+    return CONDITIONAL_RUN
 
 
 def _in_module_forward(index: WorkspaceIndex, path: str, function: str) -> bool:

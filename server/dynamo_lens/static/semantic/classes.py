@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import deque
 
+from dynamo_lens.static import exprs
+from dynamo_lens.static.context import SELF_FLAG
 from dynamo_lens.static.semantic.workspace import ClassKey, Files
 from dynamo_lens.static.summary import AttrInit, MethodSummary, Ref
 
@@ -114,6 +116,16 @@ class Hierarchy:
             if attr is not None:
                 return current, attr
         return None
+
+    def starts_passing(self, key: ClassKey, tests: tuple[tuple[str, str, bool], ...]) -> bool:
+        """Instances of ``key`` leave ``__init__`` passing every ``self.<attr>`` test of ``tests`` (``NodeAt.requires``
+        form) by a literal value: code guarded by those self-resetting tests runs on the first call."""
+        for name, kind, expected in tests:
+            found = self.init_attr(key, name.removeprefix(SELF_FLAG))
+            literal = exprs.plain_literal(found[1].value_text) if found is not None else None
+            if literal is None or exprs.holds(literal, kind) != expected:
+                return False
+        return bool(tests)
 
     def is_autograd_function(self, key: ClassKey) -> bool:
         """``key`` derives from ``torch.autograd.Function`` (its ``apply`` runs its static ``forward``)."""

@@ -55,7 +55,7 @@ def _flag_values(index: WorkspaceIndex, cls: ClassKey, flag: str) -> frozenset[s
     summary = index.class_summary(owner)
     if summary is None or _assigned_after_init(summary.methods, flag):
         return None
-    literal = _literal(init.value_text)
+    literal = exprs.plain_literal(init.value_text)
     if literal is not None:
         return frozenset({literal})
     constructor = summary.method("__init__")
@@ -78,10 +78,6 @@ def _assigned_after_init(methods: tuple[MethodSummary, ...], flag: str) -> bool:
         and any(e.attr == flag and e.kind in ("write", "aug", "setattr") for e in method.events)
         for method in methods
     )
-
-
-def _literal(text: str) -> str | None:
-    return text if text in ("True", "False", "None") or text.lstrip("-").isdigit() else None
 
 
 def _constructions(index: WorkspaceIndex, cls: ClassKey) -> list[CallSite]:

@@ -41,6 +41,10 @@ from dynamo_lens.static.semantic.evaluate import (
 from dynamo_lens.static.semantic.workspace import ClassKey, Files, FunctionKey
 from dynamo_lens.static.summary import CallSite, CompileSite, MethodSummary, Ref
 
+ALWAYS, FIRST_CALL, CONDITIONAL = 2, 1, 0
+"""How surely compiled code runs a function: on every call, on the first call (past self-resetting tests such as
+``if self.first_batch:`` whose branch clears the flag), or only under a condition the scan cannot decide."""
+
 Node = tuple[Literal["method"], ClassKey, str] | tuple[Literal["function"], FunctionKey]
 """A method as defined in a class (``("method", (path, "Block"), "forward")``) or a function."""
 _State = tuple[Literal["method"], ClassKey, str, ClassKey | None] | tuple[Literal["function"], FunctionKey]
@@ -61,11 +65,12 @@ class Reach:
         self._bindings: dict[tuple[str, str, str], CompileSite] = {}
         self._parents: dict[CompileSite, dict[Node, Node | None]] = {}
         self._entries: dict[CompileSite, list[_State]] = {}
-        self._successors: dict[tuple[Evaluator, _State], list[tuple[_State, bool]]] = {}
+        self._successors: dict[tuple[Evaluator, _State], list[tuple[_State, int]]] = {}
         self._site_evaluators: dict[CompileSite, Evaluator] = {}
         self._site_envs: dict[CompileSite, Env] = {}
         self._programs: dict[tuple[str, str], Evaluator] = {}
         self._always: dict[CompileSite, set[Node]] = {}
+        self._first_call: dict[CompileSite, set[Node]] = {}
         self._state_holders: dict[Value, list[CompileSite]] | None = None
         self._call_holders: dict[Value, list[CompileSite]] | None = None
         self._link()
@@ -138,6 +143,11 @@ class Reach:
         """The site's compiled code runs ``node`` on every call: no call on the way is made only under a condition
         (an ``if`` arm, an ``except`` handler)."""
         return node in self._always.get(site, ())
+
+    def runs_on_first_call(self, site: CompileSite, node: Node) -> bool:
+        """The site's compiled code runs ``node`` at least on its first call: every call on the way is made
+        unconditionally or under self-resetting tests the instance starts out passing (``NodeAt.first_call``)."""
+        return node in self._first_call.get(site, ()) or self.always_runs(site, node)
 
     def path(self, site: CompileSite, node: Node) -> list[str]:
         """The names of the functions and methods from the site's entry to ``node`` (at most :data:`MAX_PATH`
@@ -225,6 +235,7 @@ class Reach:
             self._function_sites,
             self._bindings,
             self._always,
+            self._first_call,
         )
 
     # -- the walk ------------------------------------------------------------------------------------------------
@@ -245,10 +256,13 @@ class Reach:
             parents: dict[Node, Node | None] = {}
             self._parents[site] = parents
             always = self._always[site] = set()
-            for state, node, parent, unguarded in self._walk(entries, evaluator):
+            first_call = self._first_call[site] = set()
+            for state, node, parent, runs in self._walk(entries, evaluator):
                 parents.setdefault(node, parent)
-                if unguarded:
+                if runs == ALWAYS:
                     always.add(node)
+                elif runs == FIRST_CALL:
+                    first_call.add(node)
                 if node[0] == "method":
                     self._method_sites.setdefault((node[1], node[2]), set()).add(site)
                     if state[0] == "method" and state[2] == "forward":
@@ -256,25 +270,23 @@ class Reach:
                 else:
                     self._function_sites.setdefault(node[1], set()).add(site)
 
-    def _walk(
-        self, entries: Iterable[_State], evaluator: Evaluator
-    ) -> Iterator[tuple[_State, Node, Node | None, bool]]:
+    def _walk(self, entries: Iterable[_State], evaluator: Evaluator) -> Iterator[tuple[_State, Node, Node | None, int]]:
         """Every state reached from ``entries`` (breadth first), with the node it runs, the node it was reached from
-        and whether every call on the way is made unconditionally."""
-        pending: list[tuple[_State, Node | None, bool]] = [(state, None, True) for state in entries]
-        seen: set[tuple[_State, bool]] = set()
+        and how surely a call runs it (:data:`ALWAYS`, :data:`FIRST_CALL` or :data:`CONDITIONAL`: the least sure
+        call on the way), once per better way of reaching it."""
+        pending: list[tuple[_State, Node | None, int]] = [(state, None, ALWAYS) for state in entries]
+        best: dict[_State, int] = {}
         while pending:
-            state, parent, unguarded = pending.pop(0)
-            if (state, unguarded) in seen or (state, True) in seen:
+            state, parent, runs = pending.pop(0)
+            if best.get(state, -1) >= runs:
                 continue
-            seen.add((state, unguarded))
+            best[state] = runs
             node = self._visit(state)
             if node is None:
                 continue
-            yield state, node, parent, unguarded
+            yield state, node, parent, runs
             pending.extend(
-                (successor, node, unguarded and not guarded)
-                for successor, guarded in self._successors_of(state, evaluator)
+                (successor, node, min(runs, call)) for successor, call in self._successors_of(state, evaluator)
             )
 
     def in_program(self, site: CompileSite, path: str, function: str) -> bool:
@@ -386,15 +398,15 @@ class Reach:
             return None
         return ("method", found[0], state[2])
 
-    def _successors_of(self, state: _State, evaluator: Evaluator) -> list[tuple[_State, bool]]:
+    def _successors_of(self, state: _State, evaluator: Evaluator) -> list[tuple[_State, int]]:
         known = self._successors.get((evaluator, state))
         if known is None:
             known = list(dict.fromkeys(self._compute_successors(state, evaluator)))
             self._successors[(evaluator, state)] = known
         return known
 
-    def _compute_successors(self, state: _State, evaluator: Evaluator) -> Iterator[tuple[_State, bool]]:
-        """The states ``state`` calls, each with whether the call is made only under a condition."""
+    def _compute_successors(self, state: _State, evaluator: Evaluator) -> Iterator[tuple[_State, int]]:
+        """The states ``state`` calls, each with how surely the call is made (:data:`ALWAYS`, ...)."""
         if state[0] == "function":
             function = self.files.function_summary(state[1])
             if function is not None:
@@ -408,19 +420,29 @@ class Reach:
         yield from self._self_calls(cls, owner, method)
         yield from self._called(method.calls, owner[0], cls, evaluator)
 
-    def _self_calls(self, cls: ClassKey, owner: ClassKey, method: MethodSummary) -> Iterator[tuple[_State, bool]]:
+    def _self_calls(self, cls: ClassKey, owner: ClassKey, method: MethodSummary) -> Iterator[tuple[_State, int]]:
         """``self.m()``, ``super().m()`` and property reads of ``method`` (defined in ``owner``) on a ``cls``."""
         for event in method.events:
+            runs = self._runs(event.guarded, event.first_call, cls)
             if event.kind == "call" and event.detail == "super":
-                yield ("method", cls, event.attr, owner), event.guarded
+                yield ("method", cls, event.attr, owner), runs
             elif event.kind in ("call", "read"):
                 target = self.classes.find_method(cls, event.attr)
                 if target is not None and (event.kind == "call" or target[1].kind == "property"):
-                    yield ("method", cls, event.attr, None), event.guarded
+                    yield ("method", cls, event.attr, None), runs
+
+    def _runs(self, guarded: bool, first_call: tuple[tuple[str, str, bool], ...], cls: ClassKey | None) -> int:
+        """How surely a call made ``guarded`` (under the self-resetting tests ``first_call``) in a method run on an
+        instance of ``cls`` is made."""
+        if not guarded:
+            return ALWAYS
+        if first_call and cls is not None and self.classes.starts_passing(cls, first_call):
+            return FIRST_CALL
+        return CONDITIONAL
 
     def _called(
         self, calls: Iterable[CallSite], path: str, cls: ClassKey | None, evaluator: Evaluator
-    ) -> Iterator[tuple[_State, bool]]:
+    ) -> Iterator[tuple[_State, int]]:
         env = evaluator.self_env(cls) if cls is not None else NO_ENV
         for call in calls:
             func = call.func
@@ -437,8 +459,9 @@ class Reach:
             # depends on the object (the embedding a builder passed): each runs only under that condition.
             # Elements of a container all run (`for layer in self.layers`).
             one_of = not _element_of_something(func) and len({s[1] for s in states if s[0] == "method"}) > 1
+            runs = CONDITIONAL if one_of else self._runs(call.guarded, call.first_call, cls)
             for state in states:
-                yield state, call.guarded or one_of
+                yield state, runs
 
 
 def _root(target: exprs.Expr) -> exprs.Expr:
