@@ -41,6 +41,10 @@ BOOL_RESULTS = frozenset(
     }
 )  # fmt: skip
 """Tensor methods and ``torch`` functions that return a boolean tensor."""
+SAME_DTYPE_FACTORIES = frozenset({"zeros_like", "ones_like", "empty_like", "full_like"})
+"""``torch`` functions that, without ``dtype=``, return a tensor of their first argument's dtype."""
+SAME_DTYPE_METHODS = frozenset({"clone", "detach", "contiguous"})
+"""Tensor methods that, called without arguments, return a tensor of the same dtype."""
 # Functions under these torch namespaces return tensors, except the predicates and helpers listed below.
 TENSOR_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.special.", "torch.fft.")
 NOT_TENSOR_FUNCTIONS = frozenset(
@@ -158,9 +162,16 @@ class TensorInference:
                     isinstance(func, ast.Attribute) and self.is_tensor(func.value)
                 )
             if dotted is not None:
-                return dotted.rpartition(".")[2] in BOOL_RESULTS and dotted.startswith("torch.")
+                last = dotted.rpartition(".")[2]
+                if dotted.startswith("torch.") and last in SAME_DTYPE_FACTORIES and expr.args and not expr.keywords:
+                    return self.is_bool_tensor(expr.args[0])  # `torch.zeros_like(mask)` is a boolean tensor too
+                return last in BOOL_RESULTS and dotted.startswith("torch.")
+            if isinstance(func, ast.Attribute) and func.attr in SAME_DTYPE_METHODS and not expr.args:
+                return self.is_bool_tensor(func.value)
             return isinstance(func, ast.Attribute) and func.attr in BOOL_RESULTS and self.is_tensor(func.value)
-        if isinstance(expr, ast.Name) and expr.id not in self.annotated and expr.id not in self._deciding_bool:
+        if isinstance(expr, ast.Name) and expr.id in self._deciding_bool:
+            return True  # a binding built from the name itself (`m = torch.zeros_like(m)`): its other bindings decide
+        if isinstance(expr, ast.Name) and expr.id not in self.annotated:
             known = self._bool_names.get(expr.id)
             if known is not None:
                 return known
