@@ -40,6 +40,8 @@ class Case:
     """Severity of the static finding; None for a negative (no finding)."""
     graph_break: str | None = None
     """The graph-break registry id torch must report on the marked line."""
+    raises: bool = False
+    """The compile past the limit raises ``FailOnRecompileLimitHit`` (``fullgraph=True``) instead of going eager."""
 
     @property
     def path(self) -> Path:
@@ -49,6 +51,10 @@ class Case:
 CASES = (
     Case("DL101_run_counter.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_counter_reset.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
+    # the limit the project sets, and what the compile past it does, decide the message
+    Case("DL101_run_counter_raised_limit.py", "DL101", 12, limit_hit=True, severity="warning"),
+    Case("DL101_run_counter_call_limit.py", "DL101", 4, limit_hit=True, severity="warning"),
+    Case("DL101_run_counter_fullgraph.py", "DL101", LIMIT, limit_hit=True, severity="warning", raises=True),
     Case("DL101_compiled_by_base_method.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_bool_toggle.py", "DL101", 2, severity="info"),
     Case("DL101_run_float_decay.py", "DL101", 2, severity="info"),
@@ -134,7 +140,10 @@ def observed() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.fixture)
 def test_torch_compiles_as_the_docs_claim(case: Case, observed: dict[str, dict[str, Any]]) -> None:
     seen = observed[case.fixture]
-    assert seen["error"] is None, seen["error"]
+    if case.raises:
+        assert "FailOnRecompileLimitHit" in str(seen["error"]), seen["error"]
+    else:
+        assert seen["error"] is None, seen["error"]
     frames = {k: v for k, v in seen["compiles"].items() if not k.startswith("torch_dynamo_resume_in_")}
     assert max(frames.values()) == case.compiles, seen["compiles"]
     assert bool(seen["limit_hits"]) == case.limit_hit, seen["limit_hits"]
@@ -162,6 +171,17 @@ def test_static_finding_matches_what_torch_did(case: Case, observed: dict[str, d
     guard_lines = {r["line"] for r in observed[case.fixture]["recompiles"] if r["path"] == str(case.path)}
     guard_lines.discard(None)  # tensor size guards carry no source line
     assert guard_lines <= named, (guard_lines, named)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in CASES if c.limit_hit], ids=lambda c: c.fixture)
+def test_limit_the_message_states_is_the_one_torch_hit(case: Case) -> None:
+    """Where torch hit the limit, the message names the limit it hit (the compiles it allowed) and what came next:
+    eager code, or the ``FailOnRecompileLimitHit`` that ``fullgraph=True`` raises."""
+    for finding in static_findings(case):
+        assert f"recompile_limit ({case.compiles})" in finding.message, finding.message
+        assert ("FailOnRecompileLimitHit" in finding.message) == case.raises, finding.message
+        assert ("eagerly" in finding.message) != case.raises, finding.message
 
 
 def apply_fix(text: str, fix: Fix) -> str:

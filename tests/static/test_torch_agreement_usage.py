@@ -67,6 +67,8 @@ class Case:
     compiles: int
     limit_hit: bool = False
     hooks: Hooks = Hooks.NONE
+    limit: int = LIMIT
+    """The recompile limit the fixture runs under."""
 
     @property
     def code(self) -> str:
@@ -82,7 +84,7 @@ class Case:
 
     @property
     def unbounded(self) -> bool:
-        return self.limit_hit or self.compiles > LIMIT or self.hooks in (Hooks.SILENT, Hooks.DIFFERS)
+        return self.limit_hit or self.compiles > self.limit or self.hooks in (Hooks.SILENT, Hooks.DIFFERS)
 
     def __str__(self) -> str:
         return self.fixture
@@ -91,6 +93,8 @@ class Case:
 CASES = (
     # DL107: instances compiled one by one share a forward: one entry per value of a per-instance scalar it reads
     Case("DL107_layer_index_regional.py", LIMIT, limit_hit=True),
+    Case("DL107_twelve_layers.py", LIMIT, limit_hit=True),  # twelve known values: the fix raises the limit to 12
+    Case("DL107_layer_index_raised_limit.py", 12, limit=12),  # under that limit: one entry per layer, bounded
     Case("DL107_four_layers.py", 4),
     Case("DL107_flag_per_stack.py", 2),
     Case("DL107_window_in_submodule.py", 2),  # a window or None per layer, read by the layers' attention

@@ -81,6 +81,20 @@ def test_inline_compile_is_hoisted_into_a_name() -> None:
     assert "    out = compiled_model(batches[step])" in text
 
 
+def test_raising_the_limit_leaves_the_bounded_cost() -> None:
+    """DL107's fix sets the limit to the number of layer indices: on re-scan the finding states the bounded cost
+    (one entry per layer, within the limit) and points at the setting; DL107_layer_index_raised_limit.py is that
+    program, measured by the torch oracle (12 compiles, no limit hit)."""
+    name = "DL107_twelve_layers.py"
+    text = fixed_text(name, "DL107", "Raise recompile_limit to 12, one entry per value")
+    assert "torch._dynamo.config.recompile_limit = 12\n" in text
+    (rescanned,) = findings(name, text, "DL107")
+    assert rescanned.severity.value == "info"
+    assert "12 compiles in all), within recompile_limit (12)" in rescanned.message
+    assert any(r.message == "`recompile_limit` is set here" for r in rescanned.related)
+    assert not rescanned.fixes
+
+
 @pytest.mark.slow
 def test_torch_compiles_the_fixed_programs_less(tmp_path: Path) -> None:
     scripts = []

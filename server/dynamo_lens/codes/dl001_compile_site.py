@@ -111,7 +111,7 @@ def _describe(index: WorkspaceIndex, site: CompileSite) -> tuple[str, tuple[Rela
     described: list[str] = []
     related: list[Related] = []
     values = index.reach.site_values(site)
-    for entry in index.compiled_entries(site):
+    for entry in sorted(index.compiled_entries(site), key=str):  # one order whatever the hash seed
         if entry[0] == "function":
             function_path, qualname = entry[1]
             summary = index.summary(function_path)

@@ -59,7 +59,12 @@ The cost depends on the project's settings, which the scan reads (measured on 2.
   information;
 * compiled with `dynamic=False`, a float that keeps changing is never made dynamic: a compile per value, 8 compiles
   and the limit (warning); compiled with `dynamic=True` the float is symbolic from the first call (1 compile): no
-  finding.
+  finding;
+* the limit is the project's: `torch.compile(..., recompile_limit=N)` at every site, else
+  `torch._dynamo.config.recompile_limit` (or `cache_size_limit`) set before them, is the number the message states
+  (measured: 4 and 12 compiles, then the limit); under `fullgraph=True` or `fail_on_recompile_limit_hit = True` the
+  compile past the limit raises `FailOnRecompileLimitHit` instead of running the frame eagerly (measured: the ninth
+  call raises). The other codes whose cost is the limit state it the same way.
 
 ## Known limitations
 The analysis follows `self.<name>` reads and writes in evaluation order through methods called as `self.method()`,
@@ -87,7 +92,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Edit, Finding, Fix, Related, Severity, Span
+from dynamo_lens.model import Edit, Finding, Fix, Related, Severity
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.state_flow import (
@@ -188,6 +193,7 @@ def _finding(
     unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if static else None
     dynamic = settings.compile_option(sites, "dynamic")
     setting: Related | None = None
+    limit = settings.recompile_limit(index, sites)
     if kind == "int" and unbounded and (not static or unspec is not None):
         severity = Severity.INFO
         why = (
@@ -211,7 +217,7 @@ def _finding(
         )
         cost = (
             f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) at the read, so each new value recompiles "
-            f"({dynamic_text}); after recompile_limit (8) the frame runs eagerly"
+            f"({dynamic_text}); {limit.past()}"
         )
     elif kind in ("int", "str") and all(a.event.detail == "const" for a in changes):
         severity = Severity.INFO
@@ -225,7 +231,7 @@ def _finding(
     elif kind == "float" and dynamic is not None and dynamic[0] == "False" and unbounded:
         cost = (
             f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) and, under `dynamic=False`, never makes "
-            "the float dynamic: each new value recompiles; after recompile_limit (8) the frame runs eagerly"
+            f"the float dynamic: each new value recompiles; {limit.past()}"
         )
         setting = settings.compiled_with(dynamic, "dynamic")
     elif kind == "float" and dynamic is not None and dynamic[0] == "True":
@@ -243,6 +249,8 @@ def _finding(
         )
     message = f"{what} in {place} changes the {kind} attribute `{name}` that the next call reads: {cost}"
     related = (*init_related(attr), *read_related(attr, event.span), *([setting] if setting else []))
+    if severity is None:  # the cost is the limit's: where the project sets it
+        related += limit.related
     fixes = _fixes(index, attr, kind, changes) if kind == "int" and unbounded and module and not unspec else ()
     return index.finding(
         RULE,
@@ -276,11 +284,9 @@ def _fixes(index: WorkspaceIndex, attr: AttrFlow, kind: AttrKind, changes: list[
     if attr.init is None:
         return ()
     owner, init = attr.init
-    summary = index.summary(owner[0])
-    torch_name = (
-        next((n for n, ref in summary.imports if ref.level == 0 and ref.dotted == "torch"), None) if summary else None
-    )
-    if summary is None or torch_name is None:
+    insert = settings.config_edit(index, owner[0], "allow_unspec_int_on_nn_module", "True")
+    torch_name = settings.torch_name(index, owner[0])
+    if insert is None or torch_name is None:
         return ()
     fixes: list[Fix] = []
     if init.kind == "int" and all(a.event.kind == "aug" and a.event.detail in _IN_PLACE for a in changes):
@@ -297,9 +303,6 @@ def _fixes(index: WorkspaceIndex, attr: AttrFlow, kind: AttrKind, changes: list[
                 method = _IN_PLACE[access.event.detail]
                 edits.append(Edit(statement, f"self.{attr.attr}.{method}({access.event.text})"))
         fixes.append(Fix(RULE.fix_title or "Keep the counter in a tensor buffer", tuple(edits), safe=False))
-    line = summary.import_end
-    config = f"{torch_name}._dynamo.config.allow_unspec_int_on_nn_module = True\n"
-    insert = Edit(Span(owner[0], line, 1, line, 1), config)
     fixes.append(Fix("Let Dynamo treat int module attributes as dynamic", (insert,), safe=False, min_torch="2.5"))
     return tuple(fixes)
 

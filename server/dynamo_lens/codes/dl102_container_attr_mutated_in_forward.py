@@ -60,6 +60,7 @@ from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Severity
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.state_flow import (
     Access,
@@ -162,12 +163,14 @@ def _finding(
 ) -> Finding:
     name = f"self.{attr.attr}"
     event = access.event
+    sites = sites_of(index, [access, *attr.carried_reads])
+    limit = settings.recompile_limit(index, sites)
     place = f"`{access.method}`" + (f" (called from `{flow.entry}`)" if access.method != flow.entry else "")
     if event.detail == "setitem-aug":
         action = f"updates a value stored in `{name}`"
         cost = (
             "Dynamo (torch 2.13) guards the stored value it reads (EQUALS_MATCH on the item), so every call "
-            "recompiles; after recompile_limit (8) the frame runs eagerly"
+            f"recompiles; {limit.past()}"
         )
         bounded = False
     elif bounded and event.text:
@@ -187,19 +190,15 @@ def _finding(
         action = f"grows the {kind} `{name}`" + (
             " (and shrinks it, by an amount the analysis cannot tell)" if shrinks else ""
         )
-        cost = (
-            f"Dynamo (torch 2.13) guards {_GUARD[kind]}, so each call that changes it recompiles; after "
-            "recompile_limit (8) the frame runs eagerly"
-        )
+        cost = f"Dynamo (torch 2.13) guards {_GUARD[kind]}, so each call that changes it recompiles; {limit.past()}"
     message = f"{action} in {place}, and the next call reads it: {cost}"
-    sites = sites_of(index, [access, *attr.carried_reads])
     return index.finding(
         RULE,
         event.span,
         message,
         sites,
         severity=Severity.INFO if bounded else None,
-        related=(*init_related(attr), *read_related(attr, event.span)),
+        related=(*init_related(attr), *read_related(attr, event.span), *(() if bounded else limit.related)),
         data={"attribute": attr.attr, "kind": kind, "class": flow.cls[1], "unbounded": not bounded},
     )
 

@@ -51,6 +51,7 @@ from collections.abc import Iterator
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import HASATTR, SELF_FLAG
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.state_flow import AttrFlow, ClassFlow, closure, keep_loudest, sites_of, stateful_flows
 
@@ -117,10 +118,12 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Finding | 
     counter = kinds <= {"int", "str", "unknown"} and any(
         a.event.kind == "aug" or a.event.detail in ("concat", "self") for a in writes
     )
+    sites = sites_of(index, [first, *reads])
+    limit = settings.recompile_limit(index, sites)
     if counter:
         cost = (
             "the first call guards that it does not exist, and then each new value is guarded (EQUALS_MATCH): "
-            "every call recompiles; after recompile_limit (8) the frame runs eagerly"
+            f"every call recompiles; {limit.past()}"
         )
     else:
         cost = "the first call guards that it does not exist, so the second call recompiles (one extra compile)"
@@ -134,9 +137,9 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Finding | 
         RULE,
         first.event.span,
         message,
-        sites_of(index, [first, *reads]),
+        sites,
         severity=None if counter else Severity.INFO,
-        related=related,
+        related=related + (limit.related if counter else ()),
         data={"attribute": attr.attr, "class": flow.cls[1]},
     )
 

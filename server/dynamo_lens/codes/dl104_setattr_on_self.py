@@ -46,6 +46,7 @@ from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Severity
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.state_flow import keep_loudest, sites_of, stateful_flows
 
@@ -68,17 +69,20 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
             if event.kind != "setattr":
                 continue
             place = f"`{access.method}`" + (f" (called from `{flow.entry}`)" if access.method != flow.entry else "")
+            sites = sites_of(index, [access])
+            limit = settings.recompile_limit(index, sites)
             message = (
                 f"`setattr(self, {event.text}, …)` in {place} writes an attribute named by an argument: Dynamo (torch "
                 f"2.13) guards `{event.text}` as a string constant (EQUALS_MATCH), so every distinct name compiles "
-                "again (strings never become dynamic); after recompile_limit (8) the frame runs eagerly"
+                f"again (strings never become dynamic); {limit.past()}"
             )
             findings.append(
                 index.finding(
                     RULE,
                     event.span,
                     message,
-                    sites_of(index, [access]),
+                    sites,
+                    related=limit.related,
                     data={"name": event.text, "class": flow.cls[1]},
                 )
             )

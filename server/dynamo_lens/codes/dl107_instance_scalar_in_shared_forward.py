@@ -56,7 +56,11 @@ holding them) one by one: a loop that compiles several whole models would be tak
 runs only under a condition is a hint. The number of values is stated when the loop runs over a literal `range()`.
 
 ## Fix safety
-No automatic fix: where the value should live depends on how the layer uses it.
+Where the value should live depends on how the layer uses it, so no fix moves it. When a literal `range(N)` with N past
+the limit builds the instances, the fix "Raise recompile_limit to N" sets `torch._dynamo.config.recompile_limit = N`
+below the imports of the compile site's file; it is unsafe: it raises the limit of every compiled frame of the
+program. Measured: the twelve blocks then compile twelve entries and none runs eagerly, and the finding becomes an
+`info` that names the limit.
 
 ## References
 - PyTorch, "Dealing with recompilations": https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html
@@ -72,7 +76,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Finding, Related, Severity
+from dynamo_lens.model import Finding, Fix, Related, Severity
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
@@ -219,20 +223,20 @@ def _finding(
     name, class_name = f"self.{init.name}", cls[1].rpartition(".")[2]
     count = values.count
     unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if kind == "int" else None
+    limit = settings.recompile_limit(index, sites)
     severity = Severity.INFO
     if kind in ("bool", CHOICE):
         cost = "one entry per value (2 compiles in all)"
     elif unspec is not None:
         cost = "under `allow_unspec_int_on_nn_module = True` it recompiles once, then treats the int as dynamic"
-    elif 0 < count <= RECOMPILE_LIMIT:
+    elif count > 0 and limit.allows(count):
         cost = f"one entry per value ({count} compiles in all)"
+        if count > RECOMPILE_LIMIT:
+            cost += f", within {limit.named}"
     else:
         severity = Severity.WARNING
         dynamic = "strings are never made dynamic" if kind == "str" else "int module attributes stay static"
-        cost = (
-            f"one entry per value ({dynamic}); after recompile_limit ({RECOMPILE_LIMIT}) the remaining instances run "
-            "eagerly"
-        )
+        cost = f"one entry per value ({dynamic}); {limit.past('the remaining instances run eagerly')}"
     message = (
         f"`{name}` ({'one of two values' if kind == CHOICE else kind}) differs between the `{class_name}` "
         f"instances compiled one by one (or the layers that hold them), which share this `forward`: {TORCH} guards "
@@ -247,6 +251,13 @@ def _finding(
     related += (Related(init.span, f"`{name}` set from the constructor argument in `__init__`"),)
     if unspec is not None:
         related += (settings.set_here(unspec),)
+    elif count > RECOMPILE_LIMIT or severity is Severity.WARNING:
+        related += limit.related
+    fixes: tuple[Fix, ...] = ()
+    raise_limit = settings.config_edit(index, sites[0].span.path, "recompile_limit", str(count))
+    if severity is Severity.WARNING and count > 0 and raise_limit is not None:
+        # every instance keeps an entry of its own: the values are few and known
+        fixes = (Fix(f"Raise recompile_limit to {count}, one entry per value", (raise_limit,)),)
     return index.finding(
         RULE,
         read.span,
@@ -254,6 +265,7 @@ def _finding(
         sites,
         severity=severity,
         related=related,
+        fixes=fixes,
         data={"attribute": init.name, "class": cls[1], "kind": kind, "values": count or "unknown"},
     )
 

@@ -174,6 +174,7 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
     sites = (candidate.site,)
     unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if kind == "int" else None
     dynamic = settings.compile_option(sites, "dynamic")
+    limit = settings.recompile_limit(index, sites)
     setting: Related | None = None
     if kind == "int" and candidate.varies and unspec is not None:
         severity = Severity.INFO
@@ -188,7 +189,7 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
         message = (
             f"{name} ({kind}{setter}) changes between calls of the compiled module, whose code reads it: torch 2.13 "
             f"guards it by value (`EQUALS_MATCH`) and never makes {kind} module attributes dynamic, so each distinct "
-            "value compiles once more; past 8 values `recompile_limit` is hit and the module runs eagerly"
+            f"value compiles once more; {limit.past('the module runs eagerly')}"
         )
     elif kind in ("int", "str"):
         severity = Severity.INFO
@@ -202,8 +203,8 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
         severity = RULE.default_severity
         message = (
             f"{name} (float{setter}) changes between calls of the compiled module, whose code reads it: under "
-            "`dynamic=False` torch 2.13 never makes the float dynamic, so each distinct value compiles once more; past "
-            "8 values `recompile_limit` is hit and the module runs eagerly"
+            "`dynamic=False` torch 2.13 never makes the float dynamic, so each distinct value compiles once more; "
+            f"{limit.past('the module runs eagerly')}"
         )
         setting = settings.compiled_with(dynamic, "dynamic")
     elif kind == "float" and dynamic is not None and dynamic[0] == "False":
@@ -233,6 +234,8 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
         related.append(Related(init.span, f"`{candidate.attr}` set in __init__"))
     if setting is not None:
         related.append(setting)
+    if severity is RULE.default_severity:
+        related.extend(limit.related)
     yield index.finding(RULE, candidate.span, message, (candidate.site,), severity=severity, related=related)
 
 

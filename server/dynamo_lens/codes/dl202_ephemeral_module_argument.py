@@ -58,8 +58,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Finding, Severity
+from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.usage import compiled_code_reads, loop_scalars, names_in, position, scope_key, usage
 from dynamo_lens.static.summary import Candidate, CompileSite, Ref
@@ -133,20 +134,22 @@ def judge(candidate: FreshModule, index: WorkspaceIndex) -> Iterator[Finding]:
         f"`{candidate.text}` builds a new module for every call of compiled `{candidate.callee}`: any parameters it "
         "has are freshly initialised each time."
     )
+    related: tuple[Related, ...] = ()
     if guarded:
+        limit = settings.recompile_limit(index, (candidate.site,))
         message = (
             f"{base} Its `{'`, `'.join(guarded)}` changes per call and the compiled code reads it as a Python "
-            "scalar: torch 2.13 guards it per instance, so every new value compiles again (8 compiles, then "
-            "`recompile_limit` → eager)"
+            f"scalar: torch 2.13 guards it per instance, so every new value compiles again; {limit.past()}"
         )
         severity = Severity.WARNING
+        related = limit.related
     else:
         message = (
             f"{base} On torch 2.13 this does not recompile (modules are unspecialized: 1 compile); on torch < 2.5 "
             "each new module was a cache miss until `recompile_limit`"
         )
         severity = RULE.default_severity
-    yield index.finding(RULE, candidate.span, message, (candidate.site,), severity=severity)
+    yield index.finding(RULE, candidate.span, message, (candidate.site,), severity=severity, related=related)
 
 
 def _guarded_attributes(index: WorkspaceIndex, key: tuple[str, str], keywords: tuple[str, ...]) -> list[str]:

@@ -72,6 +72,7 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Edit, Fix, Related, Severity, Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.usage import (
     HandleCall,
     Kind,
@@ -156,8 +157,7 @@ def _candidate(
     elif kind == "str":
         message = (
             f"{text} passes a different `str` to {label} of compiled `{callee}` on every iteration: torch 2.13 "
-            "guards strings by value and never makes them dynamic, so each value compiles again (8 compiles, then "
-            "`recompile_limit` → eager)"
+            f"guards strings by value and never makes them dynamic, so each value compiles again; {settings.PAST_LIMIT}"
         )
         severity = RULE.default_severity
     elif dynamic == "True":
@@ -165,14 +165,13 @@ def _candidate(
     elif _ranges_over(definition, param):
         message = (
             f"{text} changes {label} of compiled `{callee}` on every iteration, and `{param}` is a `range()` bound "
-            "there: torch 2.13 keeps it specialised, so every value compiles again (8 compiles, then "
-            "`recompile_limit` → eager)"
+            f"there: torch 2.13 keeps it specialised, so every value compiles again; {settings.PAST_LIMIT}"
         )
         severity = RULE.default_severity
     elif dynamic == "False":
         message = (
             f"{text} changes the {kind} {label} of compiled `{callee}` on every iteration, and the compile site says "
-            "`dynamic=False`: torch 2.13 compiles once per value (8 compiles, then `recompile_limit` → eager)"
+            f"`dynamic=False`: torch 2.13 compiles once per value; {settings.PAST_LIMIT}"
         )
         severity = RULE.default_severity
         fixes = tuple(f for f in (_dynamic_fix(ctx, site),) if f is not None)

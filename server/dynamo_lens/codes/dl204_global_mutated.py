@@ -94,6 +94,7 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.bodies import (
     AUTOMATIC_DYNAMIC_COST,
     MAX_REBINDINGS,
@@ -107,7 +108,7 @@ from dynamo_lens.static.semantic.bodies import (
 from dynamo_lens.static.semantic.evaluate import FunctionValue
 from dynamo_lens.static.semantic.values import ValueKind, kind_of, merge_kinds, range_loop_names
 from dynamo_lens.static.walk import SHRINKING_METHODS
-from dynamo_lens.torch_facts import RECOMPILE_LIMIT, TORCH
+from dynamo_lens.torch_facts import TORCH
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -400,10 +401,7 @@ def _candidate(
         severity = RULE.default_severity
         what = "global ints always specialise" if kind == "int" else f"a {kind} is never made dynamic"
         guard = f"`len({source}) == <length>`" if kind in ("list", "tuple") else f"`{source} == <value>`"
-        cost = (
-            f"{what}, so every new value recompiles, and after {RECOMPILE_LIMIT} compiles (recompile_limit) "
-            "the code runs eagerly"
-        )
+        cost = f"{what}, so every new value recompiles, and {settings.PAST_LIMIT}"
     elif kind in BOUNDED:
         severity = Severity.INFO
         guard = f"`{source} == <value>`"
@@ -534,17 +532,16 @@ def _container_candidate(
     if not growths:
         return None  # nothing changes its structure: every key it writes is there from the start
     guard = f"`G['{name}'] == {{...}}`" if kind == "set" else f"`len(G['{name}']) == <length>`"
-    limit = f"past {RECOMPILE_LIMIT} compiles (recompile_limit) the code runs eagerly"
     if any(g.per_call for g in growths):
         severity, what = RULE.default_severity, f"grows the global {kind} `{name}`"
-        cost = f"every call that grows it recompiles; {limit}"
+        cost = f"every call that grows it recompiles; {settings.PAST_LIMIT}"
     elif all(g.new_key for g in growths):
         severity, what = Severity.INFO, f"adds the key {growths[0].new_key} to the global dict `{name}`"
         cost = "its keys change once: one extra compile (create the key where the dict is defined to avoid it)"
     else:
         element = "element" if kind == "set" else "key"
         severity, what = Severity.INFO, f"adds computed {element}s to the global {kind} `{name}`"
-        cost = f"each new {element} compiles once more; {limit}"
+        cost = f"each new {element} compiles once more; {settings.PAST_LIMIT}"
     reads = body.name_loads({name})
     read = reads[0] if reads else growths[0].node
     changed = [g.node for g in growths if g.node.lineno != read.lineno]

@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Severity
 from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.bodies import (
     AUTOMATIC_DYNAMIC_COST,
     FunctionBody,
@@ -78,7 +79,6 @@ from dynamo_lens.static.semantic.bodies import (
     target_names,
 )
 from dynamo_lens.static.semantic.values import ValueKind, kind_of, merge_kinds, range_loop_names
-from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
 RULE = Rule(
     code="DL205",
@@ -216,7 +216,7 @@ def _candidate(
         severity = RULE.default_severity
         cost = (
             f"{'a string' if kind == 'str' else 'an int that bounds range()'} stays specialised: every new value "
-            f"recompiles, and after {RECOMPILE_LIMIT} compiles (recompile_limit) the code runs eagerly"
+            f"recompiles, and {settings.PAST_LIMIT}"
         )
     elif kind in ("int", "float"):
         severity = Severity.INFO

@@ -203,8 +203,7 @@ def _shape_candidate(ctx: FileContext, handle_call: HandleCall, argument: ast.ex
     message = (
         f"`{ctx.source(argument, 40)}` gives the input a new shape on each iteration (its size follows `{counter}`), "
         f"and the compile site says `dynamic=False`: {TORCH} guards every input's sizes and then never makes them "
-        f"dynamic, so each shape compiles once; after {RECOMPILE_LIMIT} compiles (recompile_limit) the code runs "
-        "eagerly"
+        f"dynamic, so each shape compiles once; {settings.PAST_LIMIT}"
     )
     return UsageCandidate(
         RULE.code,

@@ -30,7 +30,7 @@ from dynamo_lens.static.semantic.reach import CONDITIONAL as CONDITIONAL_RUN
 from dynamo_lens.static.semantic.usage import call_site_tensors
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.static.summary import Candidate, CompileSite
-from dynamo_lens.torch_facts import RECOMPILE_LIMIT, TORCH
+from dynamo_lens.torch_facts import TORCH
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -321,8 +321,7 @@ ONCE = (
 AUTOMATIC_DYNAMIC_COST = "one recompile, then the value is dynamic"
 """What a changing int or float read by compiled code costs under ``dynamic=None`` (automatic dynamic)."""
 STATIC_COST = (
-    f"under `dynamic=False` it is never made dynamic, so every new value recompiles, and after {RECOMPILE_LIMIT} "
-    "compiles (recompile_limit) the code runs eagerly"
+    f"under `dynamic=False` it is never made dynamic, so every new value recompiles, and {settings.PAST_LIMIT}"
 )
 MESSAGE_PARTS = ("subject", "guard")
 """Keys of the data of a candidate whose cost is :data:`AUTOMATIC_DYNAMIC_COST`: they rebuild its message once the
@@ -367,7 +366,8 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
         return
     if candidate.requires and sites and never_runs(index, sites, path, candidate.function, candidate.requires):
         return  # every compiled call passes arguments under which this statement does not run
-    severity, message, related = candidate.severity, candidate.message, candidate.related
+    severity = candidate.severity
+    message, related = settings.with_limit(index, sites, candidate.message, candidate.related)
     if candidate.lifted_by and sites:
         decisions = [settings.decide(index, candidate.lifted_by, "True", site) for site in sites]
         if all(d is not None and d.certain for d in decisions) and not candidate.lifted_partly:

@@ -21,9 +21,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dynamo_lens.model import Related
+from dynamo_lens.model import Edit, Related, Span
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.summary import CompileSite, DynamoSetting
+from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -181,6 +182,101 @@ def in_force(index: WorkspaceIndex, name: str, value: str, sites: Iterable[Compi
     return found
 
 
+def _value_in_force(index: WorkspaceIndex, name: str, sites: Iterable[CompileSite]) -> DynamoSetting | None:
+    """The setting that surely gives ``name`` one literal value for every one of ``sites`` (the last one each site
+    runs after), or None when a site may run without, or they differ."""
+    found: DynamoSetting | None = None
+    for site in sites:
+        before = [s for s in index.settings(name) if s.value and not _too_late(index, s) and _before(index, s, site)]
+        if not before:
+            return None
+        last = max(before, key=lambda s: (s.span.path == site.span.path, s.span.line))
+        if found is not None and found.value != last.value:
+            return None
+        found = found or last
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """How many entries a frame the sites compile may get (``recompile_limit``), and what the compile past it does:
+    the frame runs eagerly, or, under ``fullgraph=True`` or ``fail_on_recompile_limit_hit``, it raises
+    ``FailOnRecompileLimitHit`` (``torch/_dynamo/convert_frame.py``)."""
+
+    value: int | None = RECOMPILE_LIMIT
+    """None when the project sets it to a value the scan cannot read (``= args.limit``)."""
+    raises_under: str = ""
+    """What makes the compile past the limit raise (`` `fullgraph=True` ``), or ``""``."""
+    related: tuple[Related, ...] = ()
+    """Where the project decides the value or the error."""
+
+    @property
+    def named(self) -> str:
+        """``recompile_limit (8)``."""
+        return "recompile_limit" if self.value is None else f"recompile_limit ({self.value})"
+
+    def allows(self, entries: int) -> bool:
+        """``entries`` compiles of one frame stay within the limit (an unknown limit allows torch's default)."""
+        return entries <= (RECOMPILE_LIMIT if self.value is None else self.value)
+
+    def past(self, eager: str = "the frame runs eagerly") -> str:
+        """``after recompile_limit (8) <eager>``, or the error the next compile raises instead."""
+        if self.raises_under:
+            return f"after {self.named} the next compile raises `FailOnRecompileLimitHit` (under {self.raises_under})"
+        return f"after {self.named} {eager}"
+
+
+def recompile_limit(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> Limit:
+    """The :class:`Limit` of the sites: their ``recompile_limit=`` keyword, else a ``torch._dynamo.config`` setting
+    every one of them surely runs after, else torch's default."""
+    sites = tuple(sites)
+    value: int | None = RECOMPILE_LIMIT
+    related: list[Related] = []
+    option = compile_option(sites, "recompile_limit")
+    setting = _value_in_force(index, "recompile_limit", sites)
+    if option is not None and option[0] != "None":
+        value = _count(option[0])
+        related.append(compiled_with(option, "recompile_limit"))
+    elif setting is not None:
+        value = _count(setting.value)
+        related.append(set_here(setting))
+    raises_under = ""
+    fullgraph = compile_option(sites, "fullgraph")
+    fail = in_force(index, "fail_on_recompile_limit_hit", "True", sites)
+    if fullgraph is not None and fullgraph[0] == "True":
+        raises_under = "`fullgraph=True`"
+        related.append(compiled_with(fullgraph, "fullgraph"))
+    elif fail is not None:
+        raises_under = "`fail_on_recompile_limit_hit = True`"
+        related.append(set_here(fail))
+    return Limit(value, raises_under, tuple(related))
+
+
+PAST_LIMIT = "\x00past the limit\x00"
+"""Stands in a candidate's message for what happens past the recompile limit (``after recompile_limit (8) the frame
+runs eagerly``): the limit and what the next compile does are the project's settings, which one file cannot tell;
+:func:`with_limit` puts them in when the candidate is judged."""
+
+
+def with_limit(
+    index: WorkspaceIndex, sites: Iterable[CompileSite], message: str, related: tuple[Related, ...]
+) -> tuple[str, tuple[Related, ...]]:
+    """``message`` with :data:`PAST_LIMIT` spelled out for ``sites``, and ``related`` with where the limit is set."""
+    if PAST_LIMIT not in message:
+        return message, related
+    limit = recompile_limit(index, sites)
+    return message.replace(PAST_LIMIT, limit.past()), related + limit.related
+
+
+def _count(text: str) -> int | None:
+    """The whole number a literal spells (``64``, ``1e6``), or None."""
+    try:
+        number = float(text.replace("_", ""))
+    except ValueError:
+        return None
+    return int(number) if number.is_integer() and number >= 0 else None
+
+
 def compile_option(sites: Iterable[CompileSite], key: str) -> tuple[str, CompileSite] | None:
     """The value every one of ``sites`` passes for the ``torch.compile`` keyword ``key`` (``dynamic``), as written,
     with the first site; None when a site leaves it out or they differ."""
@@ -191,6 +287,25 @@ def compile_option(sites: Iterable[CompileSite], key: str) -> tuple[str, Compile
             return None
         found = found or (value, site)
     return found
+
+
+def config_edit(index: WorkspaceIndex, path: str, name: str, value: str) -> Edit | None:
+    """The edit that sets ``torch._dynamo.config.<name> = <value>`` below the imports of ``path`` (the module level
+    of a file runs before any compile it makes or imports), with the name the file imports torch as; None when the
+    file does not import torch."""
+    summary = index.summary(path)
+    torch = torch_name(index, path)
+    if summary is None or torch is None:
+        return None
+    line = summary.import_end
+    return Edit(Span(path, line, 1, line, 1), f"{torch}._dynamo.config.{name} = {value}\n")
+
+
+def torch_name(index: WorkspaceIndex, path: str) -> str | None:
+    """The name ``path`` imports torch as (``import torch``), or None."""
+    summary = index.summary(path)
+    imports = summary.imports if summary is not None else ()
+    return next((name for name, ref in imports if ref.level == 0 and ref.dotted == "torch"), None)
 
 
 def set_here(setting: DynamoSetting) -> Related:

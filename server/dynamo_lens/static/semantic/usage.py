@@ -18,6 +18,7 @@ from dynamo_lens.codes import Rule, get_rule
 from dynamo_lens.model import Edit, Finding, Fix, Related, Severity, Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext, NodeAt, Scope, function_qualname
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.values import ValueKind, kind_of
 from dynamo_lens.static.summary import AttrInit, Candidate, CompileSite, Ref
 
@@ -320,7 +321,8 @@ def _compiled_function_globals(ctx: FileContext, table: Usage) -> None:
 
 @dataclass(frozen=True, slots=True)
 class UsageCandidate(Candidate):
-    """A finding decided per file; ``link`` only applies the compile-site rule (hint when no site is known)."""
+    """A finding decided per file; ``link`` only applies the compile-site rule (hint when no site is known) and puts
+    the sites' recompile limit in place of ``settings.PAST_LIMIT``."""
 
     message: str
     severity: Severity
@@ -332,13 +334,14 @@ class UsageCandidate(Candidate):
 def judge_usage(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
     rule = get_rule(candidate.code)
     assert rule is not None
+    message, related = settings.with_limit(index, candidate.sites, candidate.message, candidate.related)
     yield index.finding(
         rule,
         candidate.span,
-        candidate.message,
+        message,
         candidate.sites,
         severity=candidate.severity,
-        related=candidate.related,
+        related=related,
         fixes=candidate.fixes,
     )
 
