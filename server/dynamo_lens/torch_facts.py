@@ -212,6 +212,21 @@ LOCK_CONTEXT = GraphBreak(
     skips_function=True,
 )
 
+FULLGRAPH_LIFTS = frozenset({"capture_scalar_outputs", "capture_dynamic_output_shape_ops"})
+"""The flags ``fullgraph=True`` implies (``tx.one_graph`` in ``variables/tensor.py`` and ``output_graph.py``):
+measured, ``.item()``, integer ``.tolist()``, ``nonzero``, ``unique``, ``masked_select``, ``repeat_interleave`` and
+boolean-mask indexing compile in one graph under ``fullgraph=True`` with both flags off."""
+
+
+def raised_under_fullgraph(subject: str, found: GraphBreak) -> str:
+    """The message for a graph break that every compile reaching it makes with ``fullgraph=True``: torch raises."""
+    return (
+        f"{subject}, which Dynamo cannot trace ({TORCH}: {found.quoted()}), and the code is compiled with "
+        "`fullgraph=True`: torch raises `torch._dynamo.exc.Unsupported` on the first call that reaches it instead of "
+        f"breaking the graph; {found.advice}"
+    )
+
+
 BREAK_IN_LOOP = (
     f"; it sits in a loop, so Dynamo gives up on the whole function, which then runs eagerly "
     f"({TORCH} compiled nothing for it)"

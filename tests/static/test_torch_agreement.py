@@ -33,6 +33,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
 PROBE = Path(__file__).with_name("torch_probe.py")
 MARK = re.compile(r"#\s*(DL\d{3}(?::\d+)?(?:\[\w+\])?(?:\s*,\s*DL\d{3}(?::\d+)?(?:\[\w+\])?)*)\s*$")
 RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit on 2.13
+RAISED_AT = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
 
 # Codes whose every fixture file must appear in CASES (so no claim about torch goes unmeasured).
 VERIFIED_CODES = ("DL204", "DL205", "DL301", "DL302")
@@ -48,6 +49,7 @@ class Expect(enum.Enum):
     RECOMPILE = "recompile"  # the marked lines are where a failing guard was installed
     GRAPH_BREAK = "graph_break"  # the marked lines are where the graph broke
     QUIET = "quiet"  # no recompile and no graph break anywhere in the fixture
+    RAISED = "raised"  # the marked line is where torch raised `Unsupported` (`fullgraph=True`) on the first call
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +126,9 @@ CASES = (
     Case("DL205_ok_uncompiled_closure.py", "DL205", Expect.QUIET, 1),
     # DL301 graph-break-call
     Case("DL301_print_item.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0124")),
+    # fullgraph=True: a break is an error, and what the capture flags lift is traced (fullgraph implies them)
+    Case("DL301_fullgraph_raises.py", "DL301", Expect.RAISED, 0, gb_ids=gb("GB0059")),
+    Case("DL301_ok_fullgraph_captures_scalars.py", "DL301", Expect.QUIET, 1),
     Case("DL301_logging_module.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0007", "GB0291", "GB4841")),
     Case("DL301_helper_method.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124", "GB0109")),
     Case("DL301_dynamic_shape_ops.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036", "GB0033", "GB4198")),
@@ -142,6 +147,7 @@ CASES = (
     Case("DL301_tolist_by_dtype.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0033", "GB0109")),
     Case("DL301_tolist_float_under_capture.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0109")),
     Case("DL301_range_of_tensor_argument.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059")),
+    Case("DL302_fullgraph_raises.py", "DL302", Expect.RAISED, 0, gb_ids=gb("GB0170")),
     Case("DL302_tensor_argument_as_flag.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_ok_argument_python_bool.py", "DL302", Expect.QUIET, 1),
     Case("DL301_alias_compile_call.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0109")),
@@ -211,6 +217,9 @@ class Observed:
     gb_ids: set[str]
     limit_hits: list[str]
     error: str | None
+    raised_lines: set[tuple[str, int]]
+    """Where the ``Unsupported`` error says the user code was (its innermost frame in the case's files)."""
+    raised_gb_ids: set[str]
 
     @classmethod
     def from_probe(cls, case: Case, data: dict[str, Any]) -> Observed:
@@ -220,6 +229,9 @@ class Observed:
             return ((e["path"], e["line"]) for e in events if e["path"] in own)
 
         breaks = [e for e in data["graph_breaks"] if e["path"] in own]
+        error = data["error"] or ""
+        user_code = error.partition("from user code:")[2]
+        frames = [(path, int(line)) for path, line in RAISED_AT.findall(user_code) if path in own]
         return cls(
             compiles=data["compiles"],
             recompile_lines=set(lines(data["recompiles"])),
@@ -227,6 +239,8 @@ class Observed:
             gb_ids={e["gb_id"] for e in breaks if e["gb_id"]},
             limit_hits=data["limit_hits"],
             error=data["error"],
+            raised_lines=set(frames[-1:]) if "torch._dynamo.exc.Unsupported" in error else set(),
+            raised_gb_ids={gb_id.upper() for gb_id in re.findall(r"/gb/(gb\d+)\.html", error)},
         )
 
     @property
@@ -259,8 +273,13 @@ def _probe(scripts: list[str]) -> dict[str, Any]:
 def test_torch_does_what_the_fixture_claims(case: Case, observed: dict[str, Observed]) -> None:
     seen = observed[case.fixture]
     marks = marked_lines(case)
-    assert seen.error is None, seen.error
-    if case.expect is Expect.QUIET:
+    if case.expect is not Expect.RAISED:
+        assert seen.error is None, seen.error
+    if case.expect is Expect.RAISED:
+        assert marks, "mark the line torch raises on"
+        assert seen.raised_lines == marks, seen.error
+        assert seen.raised_gb_ids == case.gb_ids, seen.error
+    elif case.expect is Expect.QUIET:
         assert not marks, "a QUIET fixture must not mark lines"
         assert not seen.recompile_lines and not seen.graph_break_lines, seen
     elif case.expect is Expect.RECOMPILE:
@@ -287,6 +306,7 @@ def test_static_findings_are_where_torch_acts(case: Case, observed: dict[str, Ob
         Expect.RECOMPILE: seen.recompile_lines,
         Expect.GRAPH_BREAK: seen.graph_break_lines,
         Expect.QUIET: set(),
+        Expect.RAISED: seen.raised_lines,
     }[case.expect]
     assert {(f.span.path, f.span.line) for f in findings} == torch_lines
     if case.expect is Expect.GRAPH_BREAK and case.code in LOOP_AWARE_CODES:

@@ -44,7 +44,12 @@ quotes the type alone and says so.
 At a graph break Dynamo ends the graph, runs the call in Python and resumes in a new frame
 (`torch_dynamo_resume_in_<fn>_at_<line>`), which has its own guards and its own recompiles. Each break costs a round
 trip through Python (and, for `.item()` on an accelerator, a device synchronisation), and prevents fusion across
-it. A break inside a loop makes Dynamo give up on the whole frame. `fullgraph=True` turns the break into an error.
+it. A break inside a loop makes Dynamo give up on the whole frame.
+
+When every compile that reaches the call passes `fullgraph=True`, the finding says what torch does there: the first
+call that reaches it raises `torch._dynamo.exc.Unsupported` (a warning, even in a branch only the first call takes).
+`fullgraph=True` also implies `capture_scalar_outputs` and `capture_dynamic_output_shape_ops` on 2.13, so `.item()`,
+`nonzero()` and boolean-mask indexing are traced there: no finding (measured by two oracle fixtures).
 
 ## Example
 ```python
@@ -153,6 +158,7 @@ from dynamo_lens.torch_facts import (
     TORCH,
     USER_GRAPH_BREAK,
     GraphBreak,
+    raised_under_fullgraph,
 )
 
 RULE = Rule(
@@ -538,6 +544,7 @@ def _candidate(
         # `bool(t)` under capture_scalar_outputs still breaks where the value steers a branch (GB0170, measured)
         lifted_by="" if isinstance(node, ast.Call) and _is_bool_call(node) else found.lifted_by,
         lifted_partly=found.lifted_partly,
+        raised_message=raised_under_fullgraph(f"`{text}` is a call", found),
     )
 
 

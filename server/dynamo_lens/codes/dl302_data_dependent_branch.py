@@ -10,7 +10,9 @@ Python control flow needs a Python `bool`, and a tensor's truth value is only kn
 stops the graph there (registry id GB0170 "Data-dependent branching", torch 2.13), runs the branch in Python and
 resumes in a new frame, with its own guards and compiles. A data-dependent branch inside a loop makes Dynamo skip the
 whole frame. Conditions on shapes, dtypes, `requires_grad`, `dim()` or `numel()` are known while tracing and are not
-flagged, nor is `assert` on a tensor (Dynamo turns it into a runtime assertion without breaking).
+flagged, nor is `assert` on a tensor (Dynamo turns it into a runtime assertion without breaking). Compiled with
+`fullgraph=True` everywhere it is reached, the branch raises `torch._dynamo.exc.Unsupported` on the first call
+instead (measured), and the finding says so.
 
 ## Example
 ```python
@@ -61,7 +63,7 @@ from dynamo_lens.static.semantic.bodies import (
     function_bodies,
     judge,
 )
-from dynamo_lens.torch_facts import BRANCH, BREAK_IN_LOOP, TORCH
+from dynamo_lens.torch_facts import BRANCH, BREAK_IN_LOOP, TORCH, raised_under_fullgraph
 
 RULE = Rule(
     code="DL302",
@@ -99,6 +101,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
                 guarded=id(statement) in body.guarded,
                 requires=body.requires.get(id(statement), ()),
                 first_call=body.first_call.get(id(statement), ()),
+                raised_message=raised_under_fullgraph(f"`{shown}` branches on a tensor's value", BRANCH),
             )
 
 

@@ -30,7 +30,7 @@ from dynamo_lens.static.semantic.reach import CONDITIONAL as CONDITIONAL_RUN
 from dynamo_lens.static.semantic.usage import call_site_tensors
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.static.summary import Candidate, CompileSite
-from dynamo_lens.torch_facts import TORCH
+from dynamo_lens.torch_facts import FULLGRAPH_LIFTS, TORCH
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -72,6 +72,9 @@ class InsideCompiledCandidate(Candidate):
     lifted_partly: str = ""
     """The inputs the flag removes the hazard for, when not for all (``integer tensors``): a hint even where it is
     set, since the scan cannot tell the inputs apart."""
+    raised_message: str = ""
+    """For a graph break: the message when every compile that reaches it has ``fullgraph=True``, under which torch
+    raises at the break (:func:`torch_facts.raised_under_fullgraph`)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -368,7 +371,20 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
         return  # every compiled call passes arguments under which this statement does not run
     severity = candidate.severity
     message, related = settings.with_limit(index, sites, candidate.message, candidate.related)
-    if candidate.lifted_by and sites:
+    data = dict(candidate.data)
+    fullgraph = settings.compile_option(sites, "fullgraph") if candidate.raised_message else None
+    raises = fullgraph is not None and fullgraph[0] == "True"
+    if fullgraph is not None and raises:
+        # one graph or an error: the flags fullgraph implies trace what they lift, anything else raises
+        if candidate.lifted_by in FULLGRAPH_LIFTS and not candidate.lifted_partly:
+            return
+        severity, message = Severity.WARNING, candidate.raised_message
+        if candidate.lifted_by in FULLGRAPH_LIFTS:
+            severity = Severity.HINT
+            message += f" (a hint: under `fullgraph=True` Dynamo traces it for {candidate.lifted_partly})"
+        related = (*related, settings.compiled_with(fullgraph, "fullgraph"))
+        data["skips_function"] = "false"
+    elif candidate.lifted_by and sites:
         decisions = [settings.decide(index, candidate.lifted_by, "True", site) for site in sites]
         if all(d is not None and d.certain for d in decisions) and not candidate.lifted_partly:
             return  # every compiling program sets the flag first: Dynamo traces it
@@ -385,7 +401,7 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
         runs = _runs(index, candidate, sites)
         if runs == CONDITIONAL_RUN:
             severity, message = Severity.HINT, message + CONDITIONAL
-        elif runs == FIRST_CALL:
+        elif runs == FIRST_CALL and not raises:  # under fullgraph=True the first call raises
             severity, message = Severity.INFO, message + ONCE
     yield index.finding(
         rule,
@@ -394,7 +410,7 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
         sites,
         severity=severity,
         related=related,
-        data=dict(candidate.data),
+        data=data,
     )
 
 
