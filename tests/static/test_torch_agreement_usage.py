@@ -224,6 +224,7 @@ CASES = (
     # DL210: dtypes are never dynamic (one compile per dtype, the limit past eight), nor sizes under dynamic=False
     Case("DL210_dtype_loop.py", 4),
     Case("DL210_dtype_loop_past_limit.py", LIMIT, limit_hit=True),
+    Case("DL210_dtype_loop_raised_limit.py", 10, limit=10),  # within the project's limit: bounded
     Case("DL210_dtype_argument.py", 3),
     Case("DL210_ok_dtype_loop_unrelated_argument.py", 1),
     Case("DL210_ok_single_dtype.py", 1),

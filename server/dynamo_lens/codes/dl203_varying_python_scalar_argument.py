@@ -86,7 +86,6 @@ from dynamo_lens.static.semantic.usage import (
     usage,
 )
 from dynamo_lens.static.summary import CompileSite
-from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
 RULE = Rule(
     code="DL203",
@@ -282,13 +281,19 @@ def _literal_candidate(
     others = [(v, g[0][0]) for v, g in groups.items() if v != value]
     elsewhere = ", ".join(f"`{v!r}` at line {c.call.lineno}" for v, c in others[:3])
     entries, reason = cost
-    limit = entries > RECOMPILE_LIMIT
-    total = f"{entries} compiles, then `recompile_limit` → eager" if limit else f"{entries} entries in all"
-    message = f"compiled `{callee}` is called with {here} here and with {elsewhere}: {reason} ({total})"
+    message = f"compiled `{callee}` is called with {here} here and with {elsewhere}: {reason}"
     related = tuple(Related(ctx.span(c.call), f"called with `{v!r}` here") for v, c in others[:3])
     span = ctx.span(argument if argument is not None else handle_call.call)
-    severity = RULE.default_severity if limit else Severity.INFO
-    return UsageCandidate(RULE.code, span, message, severity, (site,), related=related)
+    return UsageCandidate(
+        RULE.code,
+        span,
+        f"{message} ({entries} entries needed; {settings.PAST_LIMIT})",
+        RULE.default_severity,
+        (site,),
+        related=related,
+        entries=entries,
+        bounded_message=f"{message} ({entries} entries in all)",
+    )
 
 
 def _arguments(handle_call: HandleCall) -> Iterator[tuple[int | str, ast.expr]]:

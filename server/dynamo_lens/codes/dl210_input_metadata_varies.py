@@ -15,7 +15,9 @@ Dynamo guards the dtype of every tensor input (`TENSOR_MATCH`: "tensor 'x' dtype
 Double") and a `torch.dtype` argument by value, and no setting makes a dtype dynamic. Measured on torch 2.13
 (`backend="eager"`): a loop over four dtypes compiled the function four times; over ten dtypes it compiled eight
 times, hit `recompile_limit` (8) and ran the remaining dtypes eagerly. Up to the limit it is a bounded cost (`info`,
-one compile per dtype, each entry reused on later calls with that dtype); past it, a warning. Sizes are guarded too;
+one compile per dtype, each entry reused on later calls with that dtype); past it, a warning. The limit is the
+project's when it sets one (`recompile_limit = 10` before the compile: the ten dtypes compile ten times, an info that
+names the limit). Sizes are guarded too;
 by default a second size makes them dynamic (automatic dynamic: 2 compiles, not reported), but `dynamic=False` turns
 that off: twelve sizes compiled eight times and hit the limit (a warning).
 
@@ -70,7 +72,7 @@ from dynamo_lens.static.semantic.usage import (
     scope_key,
     usage,
 )
-from dynamo_lens.torch_facts import RECOMPILE_LIMIT, TORCH
+from dynamo_lens.torch_facts import TORCH
 
 RULE = Rule(
     code="DL210",
@@ -151,23 +153,19 @@ def _candidate(
 ) -> UsageCandidate:
     site = handle_call.handle.site
     text = ctx.source(argument, 40)
-    past_limit = count > RECOMPILE_LIMIT
-    cost = (
-        f"{RECOMPILE_LIMIT} compiles, then `recompile_limit` is hit and the remaining dtypes run eagerly"
-        if past_limit
-        else f"{count} compiles in all, each reused for its dtype"
-    )
     message = (
         f"`{text}` changes dtype on each iteration of the loop over {count} dtypes: {TORCH} guards each input's "
-        f"dtype (and a dtype argument by value) and never makes it dynamic, so every dtype compiles once ({cost})"
+        f"dtype (and a dtype argument by value) and never makes it dynamic, so every dtype compiles once"
     )
     return UsageCandidate(
         RULE.code,
         ctx.span(argument),
-        message,
-        RULE.default_severity if past_limit else Severity.INFO,
+        f"{message}; {settings.PAST_LIMIT}",
+        RULE.default_severity,
         (site,),
         related=(Related(ctx.span(variable), "the loop over dtypes"),),
+        entries=count,
+        bounded_message=f"{message} ({count} compiles in all, each reused for its dtype)",
     )
 
 

@@ -21,6 +21,7 @@ from dynamo_lens.static.context import FileContext, NodeAt, Scope, function_qual
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.values import ValueKind, kind_of
 from dynamo_lens.static.summary import AttrInit, Candidate, CompileSite, Ref
+from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -329,18 +330,28 @@ class UsageCandidate(Candidate):
     sites: tuple[CompileSite, ...]
     related: tuple[Related, ...] = ()
     fixes: tuple[Fix, ...] = ()
+    entries: int = 0
+    """The compiles the cost makes, when the code tells (a loop over 12 dtypes): within the sites' recompile limit
+    the finding is ``bounded_message`` at ``info``, past it ``message`` at ``severity``."""
+    bounded_message: str = ""
 
 
 def judge_usage(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
     rule = get_rule(candidate.code)
     assert rule is not None
-    message, related = settings.with_limit(index, candidate.sites, candidate.message, candidate.related)
+    message, severity, related = candidate.message, candidate.severity, candidate.related
+    limit = settings.recompile_limit(index, candidate.sites) if candidate.entries else None
+    if limit is not None and limit.allows(candidate.entries):
+        message, severity = candidate.bounded_message, Severity.INFO
+        if candidate.entries > RECOMPILE_LIMIT:  # the project's limit decides: say which
+            message, related = f"{message}, within {limit.named}", related + limit.related
+    message, related = settings.with_limit(index, candidate.sites, message, related)
     yield index.finding(
         rule,
         candidate.span,
         message,
         candidate.sites,
-        severity=candidate.severity,
+        severity=severity,
         related=related,
         fixes=candidate.fixes,
     )
