@@ -276,9 +276,10 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
 
 def _setter_changes(index: WorkspaceIndex) -> Iterator[StateChange]:
     """Calls of a method that changes its instance's attributes (``model.yarn.apply(...)`` multiplying
-    ``self.attn_scale``), made outside compiled code on an object whose attribute compiled code reads through the
-    module holding it (``self.yarn.attn_scale`` in the compiled forward). One finding per attribute."""
-    readers = _member_readers(index)
+    ``self.attn_scale``, ``model.set_window(w)``), made outside compiled code on an object whose attribute compiled
+    code reads, through the module holding it (``self.yarn.attn_scale`` in the compiled forward) or as its own
+    (``self.window``). One finding per attribute."""
+    readers = _readers(index)
     if not readers:
         return
     # only calls spelled like a method of a class compiled code reads through are evaluated (most calls are not)
@@ -327,9 +328,10 @@ def _setter_changes(index: WorkspaceIndex) -> Iterator[StateChange]:
 Readers = dict[tuple[ClassKey, str], tuple[set[CompileSite], Related]]
 
 
-def _member_readers(index: WorkspaceIndex) -> Readers:
+def _readers(index: WorkspaceIndex) -> Readers:
     """(class, attribute) → the compile sites whose compiled code reads ``self.<a>.<attribute>`` where ``self.<a>``
-    holds an instance of the class, and the method that reads it (as related information)."""
+    holds an instance of the class, or ``self.<attribute>`` in a method of the class, and the method that reads it
+    (as related information)."""
 
     def compute() -> Readers:
         found: Readers = {}
@@ -342,6 +344,11 @@ def _member_readers(index: WorkspaceIndex) -> Readers:
                     method = owner.method(node[2]) if owner is not None else None
                     if method is None:
                         continue
+                    for event in method.events:
+                        if event.kind == "read" and event.attr:
+                            said = f"`{node[1][1]}.{method.name}` reads `self.{event.attr}` in compiled code"
+                            entry = found.setdefault((node[1], event.attr), (set(), Related(event.span, said)))
+                            entry[0].add(site)
                     for holder, member in method.member_reads:
                         for value in index.evaluator.attribute(node[1], holder):
                             if isinstance(value, Instance):
@@ -350,7 +357,7 @@ def _member_readers(index: WorkspaceIndex) -> Readers:
                                 entry[0].add(site)
         return found
 
-    return index.memo("DL111.member_readers", compute)
+    return index.memo("DL111.readers", compute)
 
 
 def _assigned_kind(index: WorkspaceIndex, cls: ClassKey, attr: str) -> str | None:
