@@ -472,3 +472,41 @@ def test_environment_set_after_a_compile_changes_nothing() -> None:
     )
     [found] = only(findings, "DL301")
     assert (found.span.line, found.severity) == (10, Severity.WARNING)
+
+
+@pytest.mark.parametrize(
+    ("setting", "options", "stated"),
+    [
+        ("", "", "after recompile_limit (8) the frame runs eagerly"),
+        ("torch._dynamo.config.recompile_limit = 32", "", "after recompile_limit (32) the frame runs eagerly"),
+        ("torch._dynamo.config.cache_size_limit = 1e6", "", "after recompile_limit (1000000) the frame runs eagerly"),
+        ("torch._dynamo.config.recompile_limit = LIMIT", "", "after recompile_limit the frame runs eagerly"),
+        ("", ", recompile_limit=4", "after recompile_limit (4) the frame runs eagerly"),
+        ("", ", fullgraph=True", "after recompile_limit (8) the next compile raises `FailOnRecompileLimitHit`"),
+    ],
+)
+def test_the_limit_a_message_states_is_the_one_in_force(setting: str, options: str, stated: str) -> None:
+    """Where the cost ends at the recompile limit, the message states the project's limit (a value it cannot read
+    is not claimed to be 8) and what the compile past it does, with where that is decided."""
+    findings = analyse(
+        (
+            "/ws/a.py",
+            f"""
+            import torch
+            LIMIT = int("16")
+            {setting}
+            STEP = 0
+
+            @torch.compile(backend="eager"{options})
+            def f(x):
+                global STEP
+                STEP += 1
+                return x * STEP
+            """,
+        )
+    )
+    (found,) = only(findings, "DL204")
+    assert found.span.line == 10
+    assert stated in found.message
+    decided = {r.span.line for r in found.related if "set here" in r.message or "compiled with" in r.message}
+    assert decided == ({4} if setting else {7} if options else set())

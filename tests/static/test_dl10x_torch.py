@@ -178,7 +178,9 @@ def test_static_finding_matches_what_torch_did(case: Case, observed: dict[str, d
 def test_limit_the_message_states_is_the_one_torch_hit(case: Case) -> None:
     """Where torch hit the limit, the message names the limit it hit (the compiles it allowed) and what came next:
     eager code, or the ``FailOnRecompileLimitHit`` that ``fullgraph=True`` raises."""
-    for finding in static_findings(case):
+    findings = static_findings(case)
+    assert findings
+    for finding in findings:
         assert f"recompile_limit ({case.compiles})" in finding.message, finding.message
         assert ("FailOnRecompileLimitHit" in finding.message) == case.raises, finding.message
         assert ("eagerly" in finding.message) != case.raises, finding.message

@@ -83,7 +83,7 @@ from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.instances import CHOICE, InstanceArgument, instance_arguments
 from dynamo_lens.static.semantic.usage import READ_EVENTS
 from dynamo_lens.static.summary import AttrInit, CompileSite, StateEvent
-from dynamo_lens.torch_facts import RECOMPILE_LIMIT, TORCH
+from dynamo_lens.torch_facts import TORCH
 
 RULE = Rule(
     code="DL107",
@@ -230,9 +230,7 @@ def _finding(
     elif unspec is not None:
         cost = "under `allow_unspec_int_on_nn_module = True` it recompiles once, then treats the int as dynamic"
     elif count > 0 and limit.allows(count):
-        cost = f"one entry per value ({count} compiles in all)"
-        if count > RECOMPILE_LIMIT:
-            cost += f", within {limit.named}"
+        cost = f"one entry per value ({count} compiles in all){limit.within(count)}"
     else:
         severity = Severity.WARNING
         dynamic = "strings are never made dynamic" if kind == "str" else "int module attributes stay static"
@@ -251,7 +249,7 @@ def _finding(
     related += (Related(init.span, f"`{name}` set from the constructor argument in `__init__`"),)
     if unspec is not None:
         related += (settings.set_here(unspec),)
-    elif count > RECOMPILE_LIMIT or severity is Severity.WARNING:
+    elif limit.within(count) or severity is Severity.WARNING:
         related += limit.related
     fixes: tuple[Fix, ...] = ()
     raise_limit = settings.config_edit(index, sites[0].span.path, "recompile_limit", str(count))

@@ -183,11 +183,12 @@ def in_force(index: WorkspaceIndex, name: str, value: str, sites: Iterable[Compi
 
 
 def _value_in_force(index: WorkspaceIndex, name: str, sites: Iterable[CompileSite]) -> DynamoSetting | None:
-    """The setting that surely gives ``name`` one literal value for every one of ``sites`` (the last one each site
-    runs after), or None when a site may run without, or they differ."""
+    """The setting that surely gives ``name`` one value for every one of ``sites`` (the last one each site runs
+    after; its ``value`` is ``""`` when the scan cannot read it), or None when a site may run without, or they
+    differ."""
     found: DynamoSetting | None = None
     for site in sites:
-        before = [s for s in index.settings(name) if s.value and not _too_late(index, s) and _before(index, s, site)]
+        before = [s for s in index.settings(name) if not _too_late(index, s) and _before(index, s, site)]
         if not before:
             return None
         last = max(before, key=lambda s: (s.span.path == site.span.path, s.span.line))
@@ -218,6 +219,11 @@ class Limit:
     def allows(self, entries: int) -> bool:
         """``entries`` compiles of one frame stay within the limit (an unknown limit allows torch's default)."""
         return entries <= (RECOMPILE_LIMIT if self.value is None else self.value)
+
+    def within(self, entries: int) -> str:
+        """``, within recompile_limit (12)`` when only the project's raised limit keeps ``entries`` from hitting
+        it, else ``""``."""
+        return f", within {self.named}" if entries > RECOMPILE_LIMIT and self.allows(entries) else ""
 
     def past(self, eager: str = "the frame runs eagerly") -> str:
         """``after recompile_limit (8) <eager>``, or the error the next compile raises instead."""

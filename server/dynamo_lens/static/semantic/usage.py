@@ -21,7 +21,6 @@ from dynamo_lens.static.context import FileContext, NodeAt, Scope, function_qual
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.values import ValueKind, kind_of
 from dynamo_lens.static.summary import AttrInit, Candidate, CompileSite, Ref
-from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -343,8 +342,9 @@ def judge_usage(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Fi
     limit = settings.recompile_limit(index, candidate.sites) if candidate.entries else None
     if limit is not None and limit.allows(candidate.entries):
         message, severity = candidate.bounded_message, Severity.INFO
-        if candidate.entries > RECOMPILE_LIMIT:  # the project's limit decides: say which
-            message, related = f"{message}, within {limit.named}", related + limit.related
+        within = limit.within(candidate.entries)
+        if within:  # the project's limit decides: say which
+            message, related = message + within, related + limit.related
     message, related = settings.with_limit(index, candidate.sites, message, related)
     yield index.finding(
         rule,
