@@ -124,6 +124,7 @@ CASES = (
     Case("DL205_ok_closure_dynamic_true.py", "DL205", Expect.QUIET, 1),
     Case("DL205_ok_tensor_cell.py", "DL205", Expect.QUIET, 1),
     Case("DL205_ok_uncompiled_closure.py", "DL205", Expect.QUIET, 1),
+    Case("DL205_ok_closure_made_in_compiled_code.py", "DL205", Expect.QUIET, 1),
     # DL301 graph-break-call
     Case("DL301_print_item.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0124")),
     # fullgraph=True: a break is an error, and what the capture flags lift is traced (fullgraph implies them)

@@ -126,13 +126,13 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     cells: dict[int, dict[str, list[CellBinding]]] = {}
     for body in bodies:
         owner = body.parent
-        rebound: dict[str, list[CellBinding]] = {}
+        rebound: dict[str, tuple[FunctionBody, list[CellBinding]]] = {}
         while owner is not None:
             if id(owner) not in cells:
                 cells[id(owner)] = _bindings(owner, children.get(id(owner), []))
             for name, bindings in cells[id(owner)].items():
                 if name not in rebound and name not in body.locals() and _rebinds(bindings, body):
-                    rebound[name] = bindings
+                    rebound[name] = (owner, bindings)
             owner = owner.parent
         if not rebound:
             continue
@@ -140,7 +140,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
         for read in body.name_loads(rebound):
             if read.id not in seen:
                 seen.add(read.id)
-                candidate = _candidate(ctx, body, read, rebound[read.id])
+                candidate = _candidate(ctx, body, read, *rebound[read.id])
                 if candidate is not None:
                     yield candidate
 
@@ -205,7 +205,7 @@ def _target_nodes(target: ast.AST) -> Iterator[ast.Name]:
 
 
 def _candidate(
-    ctx: FileContext, body: FunctionBody, read: ast.Name, bindings: list[CellBinding]
+    ctx: FileContext, body: FunctionBody, read: ast.Name, owner: FunctionBody, bindings: list[CellBinding]
 ) -> InsideCompiledCandidate | None:
     defined = body.node.lineno
     rebinds = [b for b in bindings if b.elsewhere or b.line > defined or b.loop_end >= defined]
@@ -243,6 +243,7 @@ def _candidate(
             ("kind", kind),
             *((("subject", subject), ("guard", guard)) if cost == AUTOMATIC_DYNAMIC_COST else ()),
         ),
+        cells_of=owner.qualname,
     )
 
 

@@ -300,6 +300,11 @@ class CompileSite:
     """Made in a function that stores the compiled callable where every caller finds it (a name it declares
     ``global``, ``mod.f = torch.compile(mod.f)`` on an imported module): only the program that runs that function
     calls compiled code (``litgpt``'s generate scripts each compile the shared ``next_token`` in their own ``main``)."""
+    runners: tuple[str, ...] = ()
+    """For a site in a method that keeps the compiled callable on ``self`` (``self.__dict__["_compiled_step"] =
+    torch.compile(self._step)``): the methods of its class that read it back, the only ones that run it. A subclass
+    that overrides them all never runs compiled code (torchrl's ``AsyncEnvPool.step_and_maybe_reset``). Empty when
+    the callable is not kept on ``self`` or no method of the class reads it."""
 
     @property
     def order(self) -> tuple[str, int, int]:

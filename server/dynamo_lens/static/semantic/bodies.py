@@ -75,6 +75,9 @@ class InsideCompiledCandidate(Candidate):
     raised_message: str = ""
     """For a graph break: the message when every compile that reaches it has ``fullgraph=True``, under which torch
     raises at the break (:func:`torch_facts.raised_under_fullgraph`)."""
+    cells_of: str = ""
+    """For a hazard in closure cells: the function whose locals they are. Where every compile that reaches the
+    candidate's function also runs that one, each call makes new cells and no guard on them outlasts it."""
 
 
 @dataclass(slots=True, eq=False)
@@ -367,6 +370,8 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
     sites = index.sites_for_scope(path, candidate.function)
     if not sites and not _in_module_forward(index, path, candidate.function):
         return
+    if candidate.cells_of and set(sites) <= set(index.sites_for_scope(path, candidate.cells_of)):
+        return  # the cells are made by code Dynamo traces: new ones on every call
     if candidate.requires and sites and never_runs(index, sites, path, candidate.function, candidate.requires):
         return  # every compiled call passes arguments under which this statement does not run
     severity = candidate.severity

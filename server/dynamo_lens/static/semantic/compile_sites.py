@@ -146,6 +146,7 @@ class _Finder:
             in_loop=at.loop_depth > 0,
             published=in_function and (bool(module_names) or self._stored_in_module(call, compiled)),
             requires=tuple(r for r in at.requires if not r[0].startswith(SELF_FLAG)),
+            runners=_runners(call, assigned, at.scope),
         )
 
     def _is_module_compile(self, call: ast.Call) -> bool:
@@ -187,6 +188,72 @@ class _Finder:
 
     def _options(self, keywords: list[ast.keyword]) -> tuple[tuple[str, str], ...]:
         return tuple((k.arg, self.ctx.source(k.value)) for k in keywords if k.arg is not None)
+
+
+def _runners(call: ast.Call, assigned: tuple[str, ...], scope: Scope) -> tuple[str, ...]:
+    """The methods of the class of method ``scope`` that read back the attribute of ``self`` the compiled callable
+    of ``call`` is stored in (see ``CompileSite.runners``)."""
+    method, owner = scope.node, scope.parent
+    if scope.class_name is None or owner is None or not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+        return ()
+    if not method.args.args:
+        return ()
+    this = method.args.args[0].arg
+    keys = {
+        key
+        for node in ast.walk(method)
+        if isinstance(node, ast.Assign)
+        and (node.value is call or (isinstance(node.value, ast.Name) and node.value.id in assigned))
+        for target in node.targets
+        if (key := _self_key(target, this)) is not None
+    }
+    if not keys or not isinstance(owner.node, ast.ClassDef):
+        return ()
+    methods = {n.name for n in owner.node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    if keys & (methods | {"forward", "__call__"}):
+        return ()  # `self.forward = torch.compile(self.forward)`: whatever calls the method runs it
+    return tuple(
+        other.name
+        for other in owner.node.body
+        if isinstance(other, ast.FunctionDef | ast.AsyncFunctionDef)
+        and other is not method
+        and other.args.args
+        and any(_self_key(node, other.args.args[0].arg) in keys for node in ast.walk(other) if _loads(node))
+    )
+
+
+def _self_key(node: ast.AST, this: str) -> str | None:
+    """The attribute of ``this`` that ``node`` names: ``self.x``, ``self.__dict__["x"]``, ``self.__dict__.get("x")``,
+    ``getattr(self, "x")``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == this:
+        return node.attr if node.attr != "__dict__" else None
+    if isinstance(node, ast.Subscript) and _is_self_dict(node.value, this):
+        return _literal(node.slice)
+    if isinstance(node, ast.Call) and node.args:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "get" and _is_self_dict(func.value, this):
+            return _literal(node.args[0])
+        if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2:
+            first = node.args[0]
+            return _literal(node.args[1]) if isinstance(first, ast.Name) and first.id == this else None
+    return None
+
+
+def _is_self_dict(node: ast.expr, this: str) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "__dict__"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == this
+    )
+
+
+def _literal(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _loads(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) or isinstance(getattr(node, "ctx", None), ast.Load)
 
 
 def _compile_calls(spellings: frozenset[str], nodes: Mapping[type[ast.AST], list[NodeAt]]) -> list[NodeAt]:

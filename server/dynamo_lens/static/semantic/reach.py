@@ -317,8 +317,11 @@ class Reach:
         """For a site in a method that compiles its own instance's code (``torch.compile(self._step)``,
         ``torch.compile(self)``): ``self`` bound to the instances the workspace calls that method on
         (``env.compile()`` on a ``CountingEnv``), or to an instance of the defining class alone when no call says
-        which. Which subclass a base class's ``compile()`` compiles is decided by the caller; every subclass that
-        inherits the method is not compiled by it (torchrl's ``EnvBase.compile``)."""
+        which. Which subclass a base class's ``compile()`` compiles is decided by the caller: a test's or a
+        benchmark's own subclass is compiled only where that code calls it. A public method of a package's class is
+        also offered to the package's users, on each class of the package that inherits it and runs what it compiles
+        (``GymEnv(compile=True)`` through torchrl's ``EnvBase.compile``; not ``AsyncEnvPool``, whose own
+        ``step_and_maybe_reset`` never calls the compiled callable)."""
         target = exprs.without_identity(site.target)
         if isinstance(target, exprs.Attr):
             target = exprs.without_identity(target.value)
@@ -339,7 +342,32 @@ class Reach:
                     found = self.classes.find_method(callee.cls, name)
                     if found is not None and found[0] == (path, owner):
                         pinned.add(Instance(callee.cls))
+        if not name.startswith("_") and self.files.offered(path):
+            # a public method of a package's class is offered to its users, on any of the package's own classes
+            # that inherit it: `GymEnv(..., compile=True)` in a user's script, not in the workspace
+            for cls in ((path, owner), *self.classes.subclasses((path, owner))):
+                found = self.classes.find_method(cls, name)
+                if (
+                    self.files.offered(cls[0])
+                    and found is not None
+                    and found[0] == (path, owner)
+                    and self._runs_compiled(cls, (path, owner), site.runners)
+                ):
+                    pinned.add(Instance(cls))
         return Env({(path, site.scope, target.name): frozenset(pinned or {Instance((path, owner))})})
+
+    def _runs_compiled(self, cls: ClassKey, owner: ClassKey, runners: tuple[str, ...]) -> bool:
+        """An instance of ``cls`` runs the callable a method of ``owner`` keeps on it: ``cls`` inherits one of the
+        ``runners`` that read it back, or overrides one with a method that calls the inherited one."""
+        if not runners:
+            return True
+        for runner in runners:
+            found = self.classes.find_method(cls, runner)
+            if found is None or found[0] == owner:
+                return True
+            if any(e.kind == "call" and e.detail == "super" and e.attr == runner for e in found[1].events):
+                return True
+        return False
 
     def _is_self(self, expr: exprs.Expr, path: str) -> bool:
         """``expr`` is the first parameter of a method of ``path``."""

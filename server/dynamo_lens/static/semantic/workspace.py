@@ -120,6 +120,13 @@ class Files:
         tables = self._files.get(path)
         return (((path, qualname), summary) for qualname, summary in tables.classes.items()) if tables else ()
 
+    def offered(self, path: str) -> bool:
+        """``path`` is a module of a package the workspace offers its users: its folder holds an ``__init__.py``, and
+        no folder on the way names tests, benchmarks or examples (code only its own programs run)."""
+        folder = path.replace("\\", "/").rpartition("/")[0]
+        init = f"{folder}/__init__.py" if folder else "__init__.py"
+        return init in self._files and not any(part.lower() in _PRIVATE_FOLDERS for part in folder.split("/"))
+
     def class_summary(self, key: ClassKey) -> ClassSummary | None:
         tables = self._files.get(key[0])
         return tables.classes.get(key[1]) if tables is not None else None
@@ -410,6 +417,11 @@ def summary_exprs(summary: FileSummary) -> Iterator[exprs.Expr]:
         yield call.func
         yield from call.args
         yield from (value for _, value in call.keywords)
+
+
+_PRIVATE_FOLDERS = frozenset(
+    {"test", "tests", "testing", "benchmark", "benchmarks", "example", "examples", "scripts", "tools", "docs"}
+)
 
 
 def _module_names(path: str) -> list[str]:
