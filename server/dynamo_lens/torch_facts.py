@@ -211,6 +211,11 @@ LOCK_CONTEXT = GraphBreak(
     "gives up on the function, which runs eagerly)",
     skips_function=True,
 )
+LOCK_METHOD = GraphBreak(
+    "GB0156",
+    "Unsupported method call",
+    "take the lock around the call of the compiled function instead",
+)
 
 FULLGRAPH_LIFTS = frozenset({"capture_scalar_outputs", "capture_dynamic_output_shape_ops"})
 """The flags ``fullgraph=True`` implies (``tx.one_graph`` in ``variables/tensor.py`` and ``output_graph.py``):

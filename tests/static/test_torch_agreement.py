@@ -145,6 +145,7 @@ CASES = (
     Case("DL301_disabled_function_called.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0098", "GB0099")),
     Case("DL301_disabled_function_in_loop.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0098")),
     Case("DL301_lock_context.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0142")),
+    Case("DL301_lock_methods.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0156")),
     Case("DL301_tolist_by_dtype.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0033", "GB0109")),
     Case("DL301_tolist_float_under_capture.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0109")),
     Case("DL301_range_of_tensor_argument.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059")),

@@ -138,6 +138,7 @@ CASES = (
     Case("DL112_ok_eval_every_epoch.py", 1),
     # DL201: a fresh backend callable fails BACKEND_MATCH; the same backend is cached
     Case("DL201_lambda_backend.py", LIMIT, limit_hit=True),
+    Case("DL201_lambda_backend_raised_limit.py", 12, limit_hit=True, limit=12),
     Case("DL201_ok_compile_on_first_step.py", 1),  # compiled on the first iteration only
     Case("DL201_partial_backend_helper.py", LIMIT, limit_hit=True),
     Case("DL201_backend_factory_in_loop.py", LIMIT, limit_hit=True),
@@ -334,6 +335,8 @@ def test_static_finding_matches_torch(case: Case, measured: dict[str, Any]) -> N
         return
     expected = Severity.WARNING if case.unbounded or _per_value(case) else Severity.INFO
     assert {f.severity for f in findings} == {expected}, [(f.span.line, f.severity) for f in findings]
+    if case.limit_hit:  # the message names the limit torch hit
+        assert all(f"recompile_limit ({case.limit})" in f.message for f in findings), [f.message for f in findings]
 
 
 def _per_value(case: Case) -> bool:

@@ -15,7 +15,8 @@ Dynamo caches compiled code on the Python code object, not on the wrapper, so re
 * A backend that is a **new callable on every iteration** (a `lambda`, a function defined in the loop, a
   `functools.partial(...)` or any call that builds the backend): the cache entry's `BACKEND_MATCH` guard fails
   ("torch.compile detected different backend callables"): 8 compiles, then `recompile_limit` is hit and the function
-  runs in eager mode. Reported at the rule's default severity (warning).
+  runs in eager mode (12 compiles under `recompile_limit = 12`: the message states the project's limit). Reported at
+  the rule's default severity (warning).
 * A function defined inside the loop that closes over the loop variable: one recompile, then the cell is dynamic
   (2 compiles).
 
@@ -61,6 +62,7 @@ from collections.abc import Iterator
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Edit, Fix, Severity, Span
 from dynamo_lens.static.context import RESETS, FileContext, NodeAt
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.usage import (
     Loop,
     UsageCandidate,
@@ -122,8 +124,7 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         if fresh is not None:
             message = (
                 f"`{text}` runs {where}, with a new backend callable ({fresh}): the cached entry's `BACKEND_MATCH` "
-                "guard fails every time, so torch 2.13 compiles again on each iteration (8 compiles, then "
-                "`recompile_limit` is hit and the function runs eagerly)"
+                f"guard fails every time, so torch 2.13 compiles again on each iteration; {settings.PAST_LIMIT}"
             )
             severity = RULE.default_severity
         elif loops:

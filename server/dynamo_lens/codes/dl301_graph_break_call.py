@@ -25,6 +25,7 @@ for it:
 | `torch.distributed.P2POp(...)` | GB1750 "P2P compilation disabled for P2POp construction" |
 | `with torch.device(...):` | GB0142 "Unsupported context manager" (and the rest of the function runs eagerly) |
 | `with LOCK:` on a module-level `threading` lock | GB0142 (Dynamo gives up on the function: it runs eagerly) |
+| `LOCK.acquire()`, `LOCK.release()` on a module-level `threading` lock | GB0156 "Unsupported method call" |
 | `self.rnn(x)` on an `nn.LSTM`, `nn.GRU` or `nn.RNN` | GB0014 "Attempted to wrap RNN, GRU, or LSTM" (runs eagerly) |
 | `t[mask]` read through a boolean tensor (`logits[labels != -100]`) | GB0036 "Dynamic shape operator" |
 | `torch.unique(t)`, `masked_select`, `repeat_interleave` by a tensor without `output_size=` | GB0036 (as `nonzero`) |
@@ -139,6 +140,7 @@ from dynamo_lens.torch_facts import (
     IS_INFERENCE,
     ITEM,
     LOCK_CONTEXT,
+    LOCK_METHOD,
     LOGGER,
     LOGGING,
     MASK_INDEX,
@@ -218,6 +220,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
         if recurrent:
             breaks += [(call, call, RNN) for call in body.calls if _calls_self_attribute(body, call, recurrent)]
         breaks += [(item, statement, LOCK_CONTEXT) for statement, item in _lock_contexts(ctx, body)]
+        breaks += [(call, call, LOCK_METHOD) for call in body.calls if _is_lock_call(ctx, body, call)]
         if disabled is None:
             disabled = frozenset().union(*ctx.per_block("DL301-disabled", partial(_disabled_defs, ctx)))
         if disabled:
@@ -265,6 +268,18 @@ def _lock_contexts(ctx: FileContext, body: FunctionBody) -> Iterator[tuple[ast.W
             name = item.context_expr
             if isinstance(name, ast.Name) and body.reads_global(name.id) and _is_lock(ctx, name.id):
                 yield statement, name
+
+
+def _is_lock_call(ctx: FileContext, body: FunctionBody, call: ast.Call) -> bool:
+    """``LOCK.acquire()`` or ``LOCK.release()`` where ``LOCK`` is a module-level name bound only to a lock."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("acquire", "release")
+        and isinstance(func.value, ast.Name)
+        and body.reads_global(func.value.id)
+        and _is_lock(ctx, func.value.id)
+    )
 
 
 def _is_lock(ctx: FileContext, name: str) -> bool:
