@@ -98,6 +98,7 @@ CASES = (
     Case("DL204_ok_global_float_dynamic_true.py", "DL204", Expect.QUIET, 1),
     Case("DL204_member_namespace_int.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL204_member_dict_float.py", "DL204", Expect.RECOMPILE, 2),
+    Case("DL204_member_list_element_counter.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL204_module_attribute/train.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL204_lazy_global_buffer.py", "DL204", Expect.RECOMPILE, 2),  # None, then a tensor: one recompile
     Case("DL204_ok_member_set_once.py", "DL204", Expect.QUIET, 1),

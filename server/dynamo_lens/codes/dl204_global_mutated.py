@@ -5,10 +5,11 @@ Flags a read, inside compiled code, of a module-level global that the program as
 definition: in a loop at module level, through `global NAME` in a function (a setter, a step counter), or with an
 augmented assignment (`STEP += 1`), including inside the compiled function itself. The finding sits on the read in
 the compiled code; the assignments are shown as related locations. The same holds for a member of a module-level
-object or dict that the program changes the same ways (`cfg.scale = step`, `HPARAMS["lr"] = lr`, `state.step += 1`
-in a helper): Dynamo guards `G['cfg'].scale == 2` like a global. And a module-level list, dict or set that compiled
-code changes in place (`HISTORY.append(y)`, a lazy cache `CACHE[key] = v`, `SEEN.add(n)`), reported at its first
-read in the compiled function, where Dynamo installs (and reports the failure of) its guard.
+object, dict or list that the program changes the same ways (`cfg.scale = step`, `HPARAMS["lr"] = lr`,
+`state.step += 1` in a helper, `STEP[0] = STEP[0] + 1`): Dynamo guards `G['cfg'].scale == 2` like a global. And a
+module-level list, dict or set that compiled code changes in place (`HISTORY.append(y)`, a lazy cache
+`CACHE[key] = v`, `SEEN.add(n)`), reported at its first read in the compiled function, where Dynamo installs (and
+reports the failure of) its guard.
 
 ## Why it matters
 Dynamo guards every global a compiled frame reads. What the guard checks depends on the value (torch 2.13,
@@ -246,8 +247,19 @@ def _member_bindings(
                 if body is None or not body.reads_global(key[0]):
                     continue
                 rebinds = True
-            found.setdefault(key, []).append(Binding(target, value, "unknown", rebinds, lookup))
+            found.setdefault(key, []).append(Binding(target, _step_of(target, value), "unknown", rebinds, lookup))
     return found
+
+
+def _step_of(target: ast.expr, value: ast.expr) -> ast.expr:
+    """What ``BUF[0] = BUF[0] + 1`` adds to the member, as ``BUF[0] += 1`` says it: its kind is the member's."""
+    if isinstance(value, ast.BinOp):
+        same = ast.dump(target, annotate_fields=False).replace("Store()", "Load()")
+        if ast.dump(value.left, annotate_fields=False) == same:
+            return value.right
+        if ast.dump(value.right, annotate_fields=False) == same and isinstance(value.op, ast.Add | ast.Mult):
+            return value.left
+    return value
 
 
 def _member_reads(
