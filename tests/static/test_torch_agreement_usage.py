@@ -184,6 +184,7 @@ CASES = (
     Case("DL206_ok_benchmark_helper.py", 4),  # one intended compile per benchmark call
     Case("DL206_ok_experiment_helper.py", 2),  # one compile per experiment (the same wrapper frame, twice)
     Case("DL206_reset_and_compile_in_loop.py", 12),  # the same model compiled from scratch on every iteration
+    Case("DL206_reset_then_compile_inline.py", 12),  # torch.compile(f)(x) and model.compile(), each iteration
     Case("DL206_ok_reset_and_compile_each_model.py", 2),  # one compile per model (the same forward, twice)
     # DL207: marking after the first call costs one compile
     Case("DL207_mark_after_warmup.py", 2),

@@ -4,9 +4,9 @@
 Flags `torch._dynamo.reset()` and `torch.compiler.reset()` evaluated inside a loop, or inside a function called from
 a loop in the same file, when that loop also calls a compiled callable that was compiled outside it (so the reset
 throws away exactly the code the loop is about to reuse). Also a loop that resets and then compiles, on every
-iteration, something it does not rebind (`compiled = torch.compile(model)` after the reset): the same code compiled
-from scratch each time (measured: 12 compiles for 12 iterations), where a loop that builds a new model per iteration
-is left alone.
+iteration, something it does not rebind and calls (`compiled = torch.compile(model)` then `compiled(x)`,
+`torch.compile(f)(x)`, `model.compile()` then `model(x)`): the same code compiled from scratch each time (measured:
+12 compiles for 12 iterations in each form), where a loop that builds a new model per iteration is left alone.
 
 ## Why it matters
 `reset()` drops every compiled cache entry of every function. The next call compiles from scratch, and because the
@@ -118,27 +118,29 @@ def _reused_in(table: Usage, loop: Loop, scope: str) -> HandleCall | None:
     return None
 
 
-def _recompiled_in(ctx: FileContext, table: Usage, loop: Loop, scope: str) -> HandleCall | None:
-    """A call, inside ``loop``, of what a compile site in the same loop compiles from something the loop does not
-    rebind (``compiled = torch.compile(model)`` on every iteration): the same code, compiled again each time."""
+def _recompiled_in(ctx: FileContext, table: Usage, loop: Loop, scope: str) -> CompileSite | None:
+    """A compile site in ``loop`` whose result the loop calls (``compiled = torch.compile(model)`` then
+    ``compiled(x)``, ``torch.compile(f)(x)``, ``model.compile()`` then ``model(x)``), compiled from something the loop
+    does not rebind: the same code, compiled again each time."""
     start, end = loop.lineno, loop.end_lineno or loop.lineno
     bound = bound_in(loop)
-    for handle_call in table.calls:
-        site = handle_call.handle.site
-        if scope_key(handle_call.at.scope) != scope or not start <= handle_call.call.lineno <= end:
-            continue
-        if not start <= site.span.line <= end:
-            continue
+    called = [h.handle.site for h in table.calls if scope_key(h.at.scope) == scope and start <= h.call.lineno <= end]
+    inline = {id(node.func) for node in ast.walk(loop) if isinstance(node, ast.Call)}
+    for site in ctx.compile_sites:
         at = site_call(ctx, site)
-        node = at.node if at is not None else None
-        target = node.args[0] if isinstance(node, ast.Call) and node.args else None
+        if at is None or scope_key(at.scope) != scope or not start <= site.span.line <= end:
+            continue
+        node = at.node
+        assert isinstance(node, ast.Call)
+        if site not in called and id(node) not in inline:
+            continue  # compiled in the loop, but not called there
+        target = node.args[0] if node.args else node.func.value if isinstance(node.func, ast.Attribute) else None
         if target is not None and not names_in(target) & bound:
-            return handle_call
+            return site
     return None
 
 
-def _compiled_again(ctx: FileContext, reset: ast.Call, handle_call: HandleCall) -> UsageCandidate:
-    site = handle_call.handle.site
+def _compiled_again(ctx: FileContext, reset: ast.Call, site: CompileSite) -> UsageCandidate:
     message = (
         f"`{ctx.source(reset.func)}()` on every iteration of this loop, which then compiles `{site.target_text}` "
         f"again and calls it: the loop does not change what it compiles, so each iteration compiles the same code "
