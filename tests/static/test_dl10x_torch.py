@@ -42,6 +42,8 @@ class Case:
     """The graph-break registry id torch must report on the marked line."""
     raises: bool = False
     """The compile past the limit raises ``FailOnRecompileLimitHit`` (``fullgraph=True``) instead of going eager."""
+    stance: str = ""
+    """The ``torch.compiler.set_stance`` the fixture sets after a warm-up call, which the message must name."""
 
     @property
     def path(self) -> Path:
@@ -56,6 +58,9 @@ CASES = (
     Case("DL101_run_counter_call_limit.py", "DL101", 4, limit_hit=True, severity="warning"),
     Case("DL101_run_counter_fullgraph.py", "DL101", LIMIT, limit_hit=True, severity="warning", raises=True),
     Case("DL101_compiled_by_base_method.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
+    # set_stance after a warm-up call: a recompile raises, or the call runs eagerly, instead of compiling
+    Case("DL101_run_counter_fail_on_recompile.py", "DL101", 1, severity="warning", stance="fail_on_recompile"),
+    Case("DL101_run_counter_eager_on_recompile.py", "DL101", 1, severity="warning", stance="eager_on_recompile"),
     Case("DL101_run_bool_toggle.py", "DL101", 2, severity="info"),
     Case("DL101_run_float_decay.py", "DL101", 2, severity="info"),
     Case("DL101_run_float_dynamic_false.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
@@ -142,6 +147,8 @@ def test_torch_compiles_as_the_docs_claim(case: Case, observed: dict[str, dict[s
     seen = observed[case.fixture]
     if case.raises:
         assert "FailOnRecompileLimitHit" in str(seen["error"]), seen["error"]
+    elif case.stance == "fail_on_recompile":
+        assert "Detected recompile when torch.compile stance is 'fail_on_recompile'" in str(seen["error"])
     else:
         assert seen["error"] is None, seen["error"]
     frames = {k: v for k, v in seen["compiles"].items() if not k.startswith("torch_dynamo_resume_in_")}
@@ -184,6 +191,20 @@ def test_limit_the_message_states_is_the_one_torch_hit(case: Case) -> None:
         assert f"recompile_limit ({case.compiles})" in finding.message, finding.message
         assert ("FailOnRecompileLimitHit" in finding.message) == case.raises, finding.message
         assert ("eagerly" in finding.message) != case.raises, finding.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in CASES if c.stance], ids=lambda c: c.fixture)
+def test_stance_the_message_states_is_what_torch_did(case: Case) -> None:
+    """Under ``set_stance`` a failed guard does not recompile: the message says what torch did instead (the error
+    the run raised, or the single compile of an eager run) and where the stance is set."""
+    findings = static_findings(case)
+    assert findings
+    for finding in findings:
+        assert f'set_stance("{case.stance}")' in finding.message, finding.message
+        assert ("raises `RuntimeError`" in finding.message) == (case.stance == "fail_on_recompile"), finding.message
+        assert "recompile_limit" not in finding.message, finding.message
+        assert any("set_stance" in r.message for r in finding.related), finding.related
 
 
 def apply_fix(text: str, fix: Fix) -> str:

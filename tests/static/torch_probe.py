@@ -120,6 +120,7 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
         import torch._dynamo.utils as dynamo_utils
 
         torch._dynamo.reset()
+        torch.compiler.set_stance("default")  # a scenario's stance outlives it like its config
         dynamo_utils.counters.clear()
         dynamo_utils.clear_compilation_metrics()
     recorder.records.clear()

@@ -64,7 +64,11 @@ The cost depends on the project's settings, which the scan reads (measured on 2.
   `torch._dynamo.config.recompile_limit` (or `cache_size_limit`) set before them, is the number the message states
   (measured: 4 and 12 compiles, then the limit); under `fullgraph=True` or `fail_on_recompile_limit_hit = True` the
   compile past the limit raises `FailOnRecompileLimitHit` instead of running the frame eagerly (measured: the ninth
-  call raises). The other codes whose cost is the limit state it the same way.
+  call raises). The other codes whose cost is the limit state it the same way;
+* `torch.compiler.set_stance("fail_on_recompile")` or `"eager_on_recompile"`, called unconditionally at module level
+  or in the site's function (typically after a warm-up call), replaces the recompiles: measured after one warm-up
+  call, the first recompile raises `RuntimeError`, or every later call runs eagerly (1 compile). The message says
+  which, and where the stance is set.
 
 ## Known limitations
 The analysis follows `self.<name>` reads and writes in evaluation order through methods called as `self.method()`,

@@ -254,12 +254,27 @@ def _member_bindings(
 def _step_of(target: ast.expr, value: ast.expr) -> ast.expr:
     """What ``BUF[0] = BUF[0] + 1`` adds to the member, as ``BUF[0] += 1`` says it: its kind is the member's."""
     if isinstance(value, ast.BinOp):
-        same = ast.dump(target, annotate_fields=False).replace("Store()", "Load()")
-        if ast.dump(value.left, annotate_fields=False) == same:
+        if _same_member(value.left, target):
             return value.right
-        if ast.dump(value.right, annotate_fields=False) == same and isinstance(value.op, ast.Add | ast.Mult):
+        if _same_member(value.right, target) and isinstance(value.op, ast.Add | ast.Mult):
             return value.left
     return value
+
+
+def _same_member(a: ast.expr, b: ast.expr) -> bool:
+    """``a`` and ``b`` spell the same name, attribute or constant subscript (``BUF[0]``, ``cfg.step``)."""
+    if isinstance(a, ast.Name) and isinstance(b, ast.Name):
+        return a.id == b.id
+    if isinstance(a, ast.Attribute) and isinstance(b, ast.Attribute):
+        return a.attr == b.attr and _same_member(a.value, b.value)
+    if isinstance(a, ast.Subscript) and isinstance(b, ast.Subscript):
+        keys = a.slice, b.slice
+        return (
+            all(isinstance(k, ast.Constant) for k in keys)
+            and a.slice.value == b.slice.value  # type: ignore[attr-defined]
+            and _same_member(a.value, b.value)
+        )
+    return False
 
 
 def _member_reads(

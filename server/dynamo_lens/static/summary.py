@@ -236,8 +236,8 @@ class AttrWrite:
 
 @dataclass(frozen=True, slots=True)
 class DynamoSetting:
-    """``torch._dynamo.config.<name> = <value>``, ``<name>=<value>`` in ``torch._dynamo.config.patch(...)``, or the
-    environment variable Dynamo reads the setting from."""
+    """``torch._dynamo.config.<name> = <value>``, ``<name>=<value>`` in ``torch._dynamo.config.patch(...)``, the
+    environment variable Dynamo reads the setting from, or ``torch.compiler.set_stance(<value>)`` (name ``stance``)."""
 
     name: str
     """The setting's current name (``cache_size_limit`` is recorded as ``recompile_limit``)."""

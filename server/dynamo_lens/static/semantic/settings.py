@@ -1,9 +1,9 @@
 """Which Dynamo settings the workspace changes, and which of them decide a compile site's behaviour.
 
 A file records every ``torch._dynamo.config.<name> = <value>`` and ``torch._dynamo.config.patch(<name>=<value>)``
-(as a call, decorator or ``with``) it makes, and the ``os.environ`` variables Dynamo reads settings from
-(:func:`settings_in`). A check asks :func:`decide` whether a setting is
-in force for the code a compile site compiles:
+(as a call, decorator or ``with``) it makes, the ``torch.compiler.set_stance(...)`` calls (recorded as the setting
+``stance``), and the ``os.environ`` variables Dynamo reads settings from (:func:`settings_in`). A check asks
+:func:`decide` whether a setting is in force for the code a compile site compiles:
 
 * *certain*: every program that runs the site runs the setting first: it is made at module level of the site's own
   file above the site, in the site's own function above it, around the site's function (a ``patch`` decorator), or at
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dynamo_lens.model import Edit, Related, Span
@@ -31,6 +31,17 @@ if TYPE_CHECKING:
 
 CONFIG = "torch._dynamo.config"
 PATCH = f"{CONFIG}.patch"
+SET_STANCE = "torch.compiler.set_stance"
+STANCE = "stance"
+"""The name a ``torch.compiler.set_stance(...)`` call is recorded under: what a compiled frame does when a guard
+fails."""
+STANCE_PAST_GUARD = {
+    "fail_on_recompile": "the first recompile raises `RuntimeError` instead",
+    "eager_on_recompile": "each call that would recompile runs eagerly instead",
+}
+"""Measured on 2.13 (a module counter, one warm-up call, then the stance, 12 calls): ``fail_on_recompile`` raised
+``RuntimeError: Detected recompile when torch.compile stance is 'fail_on_recompile'`` on the second call,
+``eager_on_recompile`` kept the one compiled entry and ran every other call eagerly (1 compile)."""
 ALIASES = {"cache_size_limit": "recompile_limit", "accumulated_cache_size_limit": "accumulated_recompile_limit"}
 """Old names torch keeps as aliases of the current ones."""
 ENVIRONMENT = {
@@ -58,6 +69,8 @@ def settings_in(ctx: FileContext, assigns: Iterable[NodeAt], calls: Iterable[Nod
         dotted = ctx.resolve(call.func)
         if dotted == f"{ENVIRON}.setdefault" and len(call.args) == 2:
             yield from _environment(ctx, call.args[0], call.args[1], call, at)
+        if dotted == SET_STANCE and not at.eager_only:
+            yield from _stance(ctx, call, at)
         if at.eager_only or dotted != PATCH:
             continue
         pairs: list[tuple[str, ast.expr]] = [(k.arg, k.value) for k in call.keywords if k.arg is not None]
@@ -73,6 +86,47 @@ def settings_in(ctx: FileContext, assigns: Iterable[NodeAt], calls: Iterable[Nod
         for name, value in pairs:
             # ``with patch(...)`` applies to its body only: never to every later call of the function
             yield _setting(ctx, name, value, call, at, decorates, conditional=not decorates)
+
+
+def _stance(ctx: FileContext, call: ast.Call, at: NodeAt) -> Iterator[DynamoSetting]:
+    """``torch.compiler.set_stance("fail_on_recompile")`` as a call, decorator or ``with`` (its body only)."""
+    stance = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == STANCE), None)
+    if stance is None:
+        return
+    decorates = _decorated(at, call)
+    setting = _setting(ctx, STANCE, stance, call, at, decorates)
+    yield replace(setting, conditional=not decorates and (_entered(at, call) or _under_condition(at, call)))
+
+
+def _entered(at: NodeAt, call: ast.Call) -> bool:
+    """``call`` is the context manager of a ``with`` statement."""
+    return any(
+        isinstance(node, ast.With | ast.AsyncWith) and any(item.context_expr is call for item in node.items)
+        for node in ast.walk(at.scope.node)
+    )
+
+
+def _under_condition(at: NodeAt, call: ast.Call) -> bool:
+    """``call`` runs only under a condition of its scope: an ``if`` other than ``if __name__ == "__main__":`` (which a
+    script always takes), an ``except`` or a ``case``."""
+    if not at.guarded:
+        return False
+    return any(
+        not _is_main_test(node.test)
+        for node in ast.walk(at.scope.node)
+        if isinstance(node, ast.If) and any(inner is call for inner in ast.walk(node))
+    ) or not any(isinstance(node, ast.If) for node in ast.walk(at.scope.node))
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
 
 
 def _environment(
@@ -208,6 +262,8 @@ class Limit:
     """None when the project sets it to a value the scan cannot read (``= args.limit``)."""
     raises_under: str = ""
     """What makes the compile past the limit raise (`` `fullgraph=True` ``), or ``""``."""
+    stance: str = ""
+    """The ``torch.compiler.set_stance`` in force that changes what a failed guard does (:data:`STANCE_PAST_GUARD`)."""
     related: tuple[Related, ...] = ()
     """Where the project decides the value or the error."""
 
@@ -226,7 +282,10 @@ class Limit:
         return f", within {self.named}" if entries > RECOMPILE_LIMIT and self.allows(entries) else ""
 
     def past(self, eager: str = "the frame runs eagerly") -> str:
-        """``after recompile_limit (8) <eager>``, or the error the next compile raises instead."""
+        """``after recompile_limit (8) <eager>``, or the error the next compile raises instead, or what the stance
+        makes torch do instead of recompiling."""
+        if self.stance:
+            return f'under `torch.compiler.set_stance("{self.stance}")` {STANCE_PAST_GUARD[self.stance]}'
         if self.raises_under:
             return f"after {self.named} the next compile raises `FailOnRecompileLimitHit` (under {self.raises_under})"
         return f"after {self.named} {eager}"
@@ -255,7 +314,33 @@ def recompile_limit(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> Limi
     elif fail is not None:
         raises_under = "`fail_on_recompile_limit_hit = True`"
         related.append(set_here(fail))
-    return Limit(value, raises_under, tuple(related))
+    stance = _stance_in_force(index, sites)
+    if stance is not None:
+        related.append(set_here(stance))
+    return Limit(value, raises_under, stance.value.strip("'\"") if stance is not None else "", tuple(related))
+
+
+def _stance_in_force(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> DynamoSetting | None:
+    """The ``set_stance`` every one of ``sites`` runs under, whatever the line (it is set after a warm-up call): an
+    unconditional call at module level of the site's file or of a file it imports, or in the site's function."""
+    found: DynamoSetting | None = None
+    for site in sites:
+        path = site.span.path
+        stances = [
+            s
+            for s in index.settings(STANCE)
+            if not s.conditional
+            and not s.decorates
+            and (
+                (s.span.path == path and s.function in ("", site.scope))
+                or (not s.function and index.files.imported_by(path, s.span.path))
+            )
+        ]
+        values = {s.value for s in stances}
+        if len(values) != 1 or next(iter(values)).strip("'\"") not in STANCE_PAST_GUARD:
+            return None
+        found = found or stances[0]
+    return found
 
 
 PAST_LIMIT = "\x00past the limit\x00"
@@ -316,6 +401,8 @@ def torch_name(index: WorkspaceIndex, path: str) -> str | None:
 
 def set_here(setting: DynamoSetting) -> Related:
     """The related location a finding gives for the setting that decided its cost."""
+    if setting.name == STANCE:
+        return Related(setting.span, f"`{SET_STANCE}({setting.value})` is called here")
     through = f" (through `{setting.environment}`)" if setting.environment else ""
     return Related(setting.span, f"`{setting.name}` is set here{through}")
 
