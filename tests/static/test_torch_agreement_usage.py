@@ -119,6 +119,8 @@ CASES = (
     Case("DL111_setter_method_under_schedule.py", 3),
     Case("DL111_setter_method_every_step.py", LIMIT, limit_hit=True),
     Case("DL111_own_setter_method.py", LIMIT, limit_hit=True),  # the compiled module's own method
+    Case("DL111_setter_argument_every_step.py", LIMIT, limit_hit=True),  # the argument the setter stores
+    Case("DL111_ok_setter_same_constant.py", 1),
     Case("DL111_ok_setter_before_first_call.py", 1),
     Case("DL111_ok_unread_attr.py", 1),
     Case("DL111_ok_set_before_compile.py", 1),

@@ -109,6 +109,7 @@ from dynamo_lens.static.semantic.state_flow import (
     sites_of,
     written_kinds,
 )
+from dynamo_lens.static.semantic.values import SCALAR_KINDS
 from dynamo_lens.static.summary import AttrKind, CompileSite
 
 RULE = Rule(
@@ -123,7 +124,6 @@ RULE = Rule(
 )
 
 
-SCALARS: frozenset[AttrKind] = frozenset({"int", "float", "bool", "str"})
 AUG_OPERATORS = {
     "Add": "+=", "Sub": "-=", "Mult": "*=", "Div": "/=", "FloorDiv": "//=", "Mod": "%=", "Pow": "**=",
     "BitOr": "|=", "BitAnd": "&=", "BitXor": "^=", "LShift": "<<=", "RShift": ">>=",
@@ -134,12 +134,12 @@ _IN_PLACE = {"Add": "add_", "Sub": "sub_"}
 def scalar_kind(flow: AttrFlow) -> AttrKind | None:
     """The Python scalar kind of the attribute, from ``__init__`` or else from what the call writes."""
     init = flow.init_kind
-    if init in SCALARS:
+    if init in SCALAR_KINDS:
         return init
     if init not in (None, "none", "unknown"):
         return None  # a tensor, a container, a module: not a scalar
     written = {a.event.value_kind for a in flow.changes if a.event.kind in ("write", "aug")} - {"unknown"}
-    if len(written) == 1 and (kind := next(iter(written))) in SCALARS:
+    if len(written) == 1 and (kind := next(iter(written))) in SCALAR_KINDS:
         return kind
     return None
 
@@ -151,7 +151,7 @@ def _set_elsewhere_to_other(index: WorkspaceIndex, flow: ClassFlow, attr: str) -
     outside = written_kinds(
         index, flow.cls, attr, lambda owner, name: name == "__init__" or (owner, name) in flow.methods
     )
-    return not outside <= {*SCALARS, "none"}
+    return not outside <= {*SCALAR_KINDS, "none"}
 
 
 def judge_workspace(index: WorkspaceIndex) -> list[Finding]:

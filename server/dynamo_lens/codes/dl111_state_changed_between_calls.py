@@ -5,7 +5,10 @@ Flags an assignment to an attribute of a compiled module made *outside* the comp
 `model.scale = 0.5`, `model.k = step`, `compiled.mode = "fast"`. It reports only attributes that the module's
 `forward` (or a method reachable from it) reads, and grades the finding by the kind of value assigned. A call of a
 method that changes its own object's attribute counts too, when compiled code reads that attribute through the module
-holding the object: `model.rope.stretch(1.5)` multiplying `self.scale`, read as `self.rope.scale` in `forward`.
+holding the object: `model.rope.stretch(1.5)` multiplying `self.scale`, read as `self.rope.scale` in `forward`. A
+setter that stores its argument (`def set_window(self, w): self.window = w`) takes the kind of what the call passes:
+`model.set_window(step)` in the training loop is an int that changes every step (measured: 8 compiles and the
+limit), `model.set_window(3)` on every iteration never changes it (1 compile: nothing reported).
 
 ## Why it matters
 On torch 2.13 Dynamo treats every `nn.Module` as unspecialized and guards each Python scalar attribute that the
@@ -89,7 +92,8 @@ from dynamo_lens.static.semantic.usage import (
     usage,
     value_kind,
 )
-from dynamo_lens.static.summary import AttrWrite, Candidate, CompileSite
+from dynamo_lens.static.semantic.values import SCALAR_KINDS
+from dynamo_lens.static.summary import AttrWrite, CallSite, Candidate, CompileSite
 
 RULE = Rule(
     code="DL111",
@@ -103,7 +107,6 @@ RULE = Rule(
 )
 
 
-SCALARS = ("int", "float", "bool", "str")
 IGNORED = frozenset({"forward", "training"})
 
 
@@ -167,7 +170,7 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
     else:
         init = None
     kind = candidate.kind if candidate.kind != "unknown" else (init.kind if init is not None else "unknown")
-    if kind not in SCALARS:
+    if kind not in SCALAR_KINDS:
         return
     setter = f", set by `{candidate.setter}()`" if candidate.setter else ""
     name = f"`{candidate.receiver}.{candidate.attr}`"
@@ -264,7 +267,7 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
             if earlier is None:
                 continue  # configuration before the first compiled call costs nothing
             span, looped = earlier
-            kind = write.kind if write.kind in SCALARS else "unknown"
+            kind = write.kind if write.kind in SCALAR_KINDS else "unknown"
             # a change made under a condition may happen a few times or every step: only "once per value" is sure
             varies = looped and not write.guarded and (write.aug or not write.constant)
             found[key] = StateChange(
@@ -302,11 +305,14 @@ def _setter_changes(index: WorkspaceIndex) -> Iterator[StateChange]:
                     continue
                 for attr in sorted(closure(index, value.cls, value.name)[1]):
                     read = readers.get((value.cls, attr))
-                    kind = _assigned_kind(index, value.cls, attr)
+                    stored = _stored_argument(index, value, attr, placed.call)
+                    kind = stored.lstrip("=") if stored else _assigned_kind(index, value.cls, attr)
                     if read is None or kind is None or (value.cls, attr) in seen:
                         continue
                     sites, at = read
                     call = placed.call
+                    if stored is not None and stored.startswith("=") and call.in_loop:
+                        continue  # the same constant on every iteration: set once, then unchanged
                     earlier = _ran_before(index, placed.path, placed.function, call.span.line, call.in_loop, sites, 3)
                     if earlier is None:
                         continue
@@ -323,6 +329,21 @@ def _setter_changes(index: WorkspaceIndex) -> Iterator[StateChange]:
                         setter=value.name,
                         read=at,
                     )
+
+
+def _stored_argument(index: WorkspaceIndex, setter: MethodValue, attr: str, call: CallSite) -> str | None:
+    """The kind of the argument ``call`` passes to a setter that stores it in ``self.<attr>`` (``def set_k(self, k):
+    self.k = k`` called as ``model.set_k(step)``), ``=`` before it for a constant; None when the call does not
+    tell."""
+    found = index.find_method(setter.cls, setter.name)
+    if found is None:
+        return None
+    method = found[1]
+    for event in method.events:
+        if event.kind == "write" and event.attr == attr and event.detail == "param" and event.text in method.params[1:]:
+            position = method.params.index(event.text) - 1
+            return (call.arg_kinds[position] or None) if position < len(call.arg_kinds) else None
+    return None
 
 
 Readers = dict[tuple[ClassKey, str], tuple[set[CompileSite], Related]]
@@ -363,7 +384,7 @@ def _readers(index: WorkspaceIndex) -> Readers:
 def _assigned_kind(index: WorkspaceIndex, cls: ClassKey, attr: str) -> str | None:
     """The one scalar kind the class's methods assign to ``self.<attr>`` (``self.attn_scale = 0.1``), else None."""
     kinds = written_kinds(index, cls, attr)
-    return next(iter(kinds)) if len(kinds) == 1 and kinds <= set(SCALARS) else None
+    return next(iter(kinds)) if len(kinds) == 1 and kinds <= SCALAR_KINDS else None
 
 
 def _holding_sites(

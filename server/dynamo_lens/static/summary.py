@@ -47,7 +47,7 @@ class StateEvent:
 
     * ``read``: the attribute is loaded. ``write``: ``self.x = value`` (``value_kind`` says what the value looks
       like; ``detail`` is ``"concat"`` for ``self.x + ...``, ``"self"`` when the value otherwise reads the attribute
-      itself, ``"const"`` for a literal, ``"del"``
+      itself, ``"const"`` for a literal, ``"param"`` for a parameter of the method (named in ``text``), ``"del"``
       for ``del self.x``). ``aug``: ``self.x op= value`` (a read and a write).
     * ``mutate``: a container mutation that reads the attribute: ``detail`` is the method (``append``) or
       ``setitem:const``/``setitem:var``/``delitem``. ``inplace``: an in-place tensor method (``add_``).
@@ -112,6 +112,10 @@ class CallSite:
     complete: bool = False
     """Every argument is in ``args`` and ``keywords`` (no ``*args``/``**kwargs``): a parameter it does not name keeps
     its default."""
+    arg_kinds: tuple[str, ...] = ()
+    """For a method call (``model.set_window(step)``): the scalar kind (``int``, ``float``, ``bool``, ``str``) of each
+    positional argument, ``""`` for any other, and ``=`` before the kind of a constant (``"=int"``). What a setter
+    stores."""
 
 
 MethodKind = Literal["method", "property", "setter", "staticmethod", "classmethod"]

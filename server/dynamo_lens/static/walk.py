@@ -34,7 +34,7 @@ from dynamo_lens.static.semantic.classes import AUTOGRAD_FUNCTIONS
 from dynamo_lens.static.semantic.contexts import NO_GRAD, compiling_test, grad_context
 from dynamo_lens.static.semantic.lowering import Lowering
 from dynamo_lens.static.semantic.settings import settings_in
-from dynamo_lens.static.semantic.values import kind_of
+from dynamo_lens.static.semantic.values import SCALAR_KINDS, kind_of, range_loop_names
 from dynamo_lens.static.summary import (
     AttrInit,
     AttrKind,
@@ -260,6 +260,8 @@ class Walker:
         self.guarded = False
         """Inside a body of ``function`` that runs only under a condition (``NodeAt.guarded``)."""
         self.eager_only = False
+        self._range_names: dict[int, frozenset[str]] = {}
+        """``range()`` loop variables of each scope, by ``id`` of its node (``_argument_kinds``)."""
         """Inside code Dynamo never traces (``NodeAt.eager_only``)."""
         self.grad = ""
         """The grad mode a ``with`` statement or decorator of the current function set (``NodeAt.grad``)."""
@@ -926,6 +928,8 @@ class Walker:
                 detail = "self"
             elif _is_literal(value):
                 detail = "const"
+            elif isinstance(value, ast.Name) and value.id in function.scope.params and value.id != function.self_name:
+                detail = "param"  # `def set_k(self, k): self.k = k`: the caller's argument decides the kind
         ctor = value.func if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute) else None
         text = self.ctx.source(value, 40) if value is not None else ""
         self._event("write", attr, target, value_kind=kind, detail=detail, ctor=ctor, text=text, value=value)
@@ -1094,7 +1098,23 @@ class Walker:
             complete=len(call.args) <= lowering_limits.MAX_OPTIONS
             and not any(isinstance(a, ast.Starred) for a in call.args)
             and all(k.arg is not None for k in call.keywords),
+            arg_kinds=self._argument_kinds(call, at) if isinstance(callee, ast.Attribute) else (),
         )
+
+    def _argument_kinds(self, call: ast.Call, at: NodeAt) -> tuple[str, ...]:
+        """``CallSite.arg_kinds``: names count by the ``range()`` loops of the calling scope that bind them."""
+        if not call.args:
+            return ()
+        scope = at.scope.function.node if at.scope.function is not None else at.scope.node
+        counters = self._range_names.get(id(scope))
+        if counters is None:
+            counters = self._range_names[id(scope)] = frozenset(range_loop_names(ast.walk(scope)))
+        found: list[str] = []
+        for argument in call.args:
+            kind = kind_of(argument, self.ctx.resolve, lambda n: "int" if n in counters else "unknown")
+            prefix = "=" if isinstance(argument, ast.Constant) else ""
+            found.append(f"{prefix}{kind}" if kind in SCALAR_KINDS else "")
+        return tuple(found) if any(found) else ()
 
     def _module_bindings(self, block: BlockWalk) -> tuple[ModuleBinding, ...]:
         """Module-level names bound to something that can matter (a module, a function, a container of them)."""

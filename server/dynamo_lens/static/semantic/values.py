@@ -18,6 +18,8 @@ Resolve = Callable[[ast.AST], "str | None"]
 """``FileContext.resolve``: the absolute dotted name an expression refers to (``torch.nonzero``), or None."""
 
 ValueKind = AttrKind
+SCALAR_KINDS: frozenset[ValueKind] = frozenset({"int", "float", "bool", "str"})
+"""The Python scalars Dynamo guards by value."""
 """The kind of a value: a Python scalar, a tensor, a container, a module, or ``unknown``."""
 
 
