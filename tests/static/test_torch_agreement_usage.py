@@ -230,6 +230,11 @@ CASES = (
     Case("DL210_dtype_loop.py", 4),
     Case("DL210_dtype_loop_past_limit.py", LIMIT, limit_hit=True),
     Case("DL210_dtype_loop_raised_limit.py", 10, limit=10),  # within the project's limit: bounded
+    # requires_grad of the compiled module's parameters is in their TENSOR_MATCH guard
+    Case("DL210_layers_frozen_one_per_epoch.py", LIMIT, limit_hit=True),
+    Case("DL210_parameters_frozen_once.py", 2),
+    Case("DL210_first_block_toggled.py", 2),
+    Case("DL210_ok_frozen_before_first_call.py", 1),
     Case("DL210_dtype_argument.py", 3),
     Case("DL210_ok_dtype_loop_unrelated_argument.py", 1),
     Case("DL210_ok_single_dtype.py", 1),

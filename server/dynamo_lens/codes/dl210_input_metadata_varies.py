@@ -10,6 +10,9 @@ Dynamo never makes dynamic:
 * the shape, when the compile site says `dynamic=False`: a tensor made with a size that follows a loop counter
   (`torch.randn(n, 4)`), or a slice bounded by one (`x[:n]`).
 
+And a loop that calls a compiled module and changes `requires_grad` of its parameters between the calls
+(`model.layers[epoch].requires_grad_(False)`, or `p.requires_grad = False` for `p` in `model.block.parameters()`).
+
 ## Why it matters
 Dynamo guards the dtype of every tensor input (`TENSOR_MATCH`: "tensor 'x' dtype mismatch. expected Float, actual
 Double") and a `torch.dtype` argument by value, and no setting makes a dtype dynamic. Measured on torch 2.13
@@ -20,6 +23,12 @@ project's when it sets one (`recompile_limit = 10` before the compile: the ten d
 names the limit). Sizes are guarded too;
 by default a second size makes them dynamic (automatic dynamic: 2 compiles, not reported), but `dynamic=False` turns
 that off: twelve sizes compiled eight times and hit the limit (a warning).
+
+Parameters are guarded like inputs, `requires_grad` included ("requires_grad mismatch"). Measured over 10 epochs:
+freezing one more block each epoch (progressive layer freezing) compiled 8 times and hit the limit (warning);
+freezing the same block once after the first step, or toggling it every other step, compiled twice (info: one entry
+per setting, reused); freezing it at the top of every iteration, before the first call too, compiled once (nothing
+reported).
 
 ## Example
 ```python
@@ -41,6 +50,8 @@ Only loops over a literal list or tuple of `torch` dtypes (or a name bound to on
 are followed, and only arguments whose expression (or the local it names) mentions the loop variable. A dtype that
 comes from a parametrized test or a config is not seen. Sizes are followed from loop counters (`range()`, `+=`) into
 `torch.randn/rand/zeros/ones/empty/full` sizes and slice bounds, under a literal `dynamic=False` only.
+`requires_grad` changes are seen in the loop that calls the compiled module, on an expression rooted at its name;
+a callback or a helper that freezes layers elsewhere is not followed.
 
 ## Fix safety
 No automatic fix: whether several compiled entries are wanted is the caller's choice.
@@ -54,6 +65,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import partial
 
 from dynamo_lens.codes import Check, Rule
@@ -65,10 +77,12 @@ from dynamo_lens.static.semantic.usage import (
     Loop,
     Usage,
     UsageCandidate,
+    bound_in,
     judge_usage,
     loop_scalars,
     names_in,
     position,
+    root_name,
     scope_key,
     usage,
 )
@@ -77,7 +91,7 @@ from dynamo_lens.torch_facts import TORCH
 RULE = Rule(
     code="DL210",
     name="input-metadata-varies",
-    summary="A compiled callable is called in a loop with an input whose dtype (or static shape) changes each time",
+    summary="A compiled callable is called in a loop with an input whose dtype, static shape or requires_grad changes",
     default_severity=Severity.WARNING,
     source="static",
     docs_url="https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
@@ -96,10 +110,15 @@ DTYPES = frozenset(
 
 def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
     table = usage(ctx)
+    frozen: set[int] = set()
     for handle_call in table.calls:
         loops = table.enclosing_loops(handle_call.at)
         if not loops or not handle_call.handle.runs_compiled:
             continue
+        change = _requires_grad_change(loops[-1], handle_call)
+        if change is not None and id(change.node) not in frozen:
+            frozen.add(id(change.node))
+            yield _requires_grad_candidate(ctx, handle_call, change)
         scope, here = scope_key(handle_call.at.scope), position(handle_call.call)
         arguments = (*handle_call.call.args, *(k.value for k in handle_call.call.keywords))
         if dict(handle_call.handle.site.options).get("dynamic") == "False":
@@ -167,6 +186,77 @@ def _candidate(
         entries=count,
         bounded_message=f"{message} ({count} compiles in all, each reused for its dtype)",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _RequiresGradChange:
+    node: ast.AST
+    """The ``requires_grad_(...)`` call or ``p.requires_grad = ...`` assignment."""
+    per_iteration: bool
+    """Which parameters it changes follows the loop (``model.layers[epoch]``): a new set on every iteration."""
+    toggles: bool
+    """The value it sets follows the loop (``requires_grad_(epoch % 2 == 0)``)."""
+
+
+def _requires_grad_change(loop: Loop, handle_call: HandleCall) -> _RequiresGradChange | None:
+    """A change, in ``loop``, of ``requires_grad`` on parameters of the module the loop calls compiled: through
+    ``<module...>.requires_grad_(v)``, or on ``p`` of ``for p in <module...>.parameters()`` (``named_parameters``).
+    A constant made before the call in the loop body is set once, before the first call: no change."""
+    roots = {handle_call.handle.name, *handle_call.handle.site.names}
+    bound = bound_in(loop)
+    holders: dict[str, ast.expr] = {}
+    for node in ast.walk(loop):
+        if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute):
+            target = node.target.elts[-1] if isinstance(node.target, ast.Tuple) else node.target
+            module = node.iter.func.value
+            frozen = node.iter.func.attr in PARAMETER_ITERATORS and root_name(module)[0] in roots
+            if frozen and isinstance(target, ast.Name):
+                holders[target.id] = module
+    for node in ast.walk(loop):
+        which: ast.expr | None = None
+        value: ast.expr | None = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_":
+            receiver = node.func.value
+            which = receiver if root_name(receiver)[0] in roots else _held(receiver, holders)
+            value = node.args[0] if node.args else None
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and target.attr == "requires_grad":
+                    which, value = _held(target.value, holders), node.value
+        if which is None:
+            continue
+        per_iteration = bool(names_in(which) & bound)
+        toggles = value is not None and bool(names_in(value) & bound)
+        if per_iteration or toggles or position(node) > position(handle_call.call):
+            return _RequiresGradChange(node, per_iteration, toggles)
+    return None
+
+
+PARAMETER_ITERATORS = frozenset({"parameters", "named_parameters"})
+
+
+def _held(expr: ast.expr, holders: dict[str, ast.expr]) -> ast.expr | None:
+    """The module whose parameters the loop variable ``expr`` runs over."""
+    return holders.get(expr.id) if isinstance(expr, ast.Name) else None
+
+
+def _requires_grad_candidate(ctx: FileContext, handle_call: HandleCall, change: _RequiresGradChange) -> UsageCandidate:
+    text = ctx.source(change.node, 50)
+    subject = f"`{text}` changes `requires_grad` of parameters of the compiled module between its calls"
+    guard = f"{TORCH} guards each parameter's `requires_grad` (`TENSOR_MATCH`)"
+    related = (Related(ctx.span(handle_call.call), "the compiled module is called here, in the same loop"),)
+    site = handle_call.handle.site
+    if change.per_iteration:
+        message = (
+            f"{subject}, a different set on each iteration: {guard}, so every new set of trainable parameters "
+            f"recompiles; {settings.PAST_LIMIT}"
+        )
+        return UsageCandidate(
+            RULE.code, ctx.span(change.node), message, RULE.default_severity, (site,), related=related
+        )
+    cost = "one entry for each setting, reused afterwards" if change.toggles else "one extra compile"
+    message = f"{subject}: {guard}, so the module compiles again for the new setting ({cost})"
+    return UsageCandidate(RULE.code, ctx.span(change.node), message, Severity.INFO, (site,), related=related)
 
 
 SIZED_FACTORIES = frozenset(
