@@ -211,6 +211,13 @@ LOCK_CONTEXT = GraphBreak(
     "gives up on the function, which runs eagerly)",
     skips_function=True,
 )
+HOOK_HANDLE_GLOBAL = GraphBreak(
+    "GB0100",
+    "Storing Tensor hook handle in globals",
+    "register the hook outside the compiled code, or keep the handle in a local (Dynamo gives up on the function, "
+    "which runs eagerly)",
+    skips_function=True,
+)
 LOCK_METHOD = GraphBreak(
     "GB0156",
     "Unsupported method call",

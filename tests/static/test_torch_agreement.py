@@ -5,8 +5,8 @@ Every case runs a fixture under real ``torch.compile(..., backend="eager")`` (al
 
 * torch: the recompiles (failing guard's user line) or graph breaks happen exactly at the lines the fixture marks with
   ``# DLNNN``, with the expected number of compiles, limit hit and graph-break registry ids; a ``QUIET`` fixture
-  neither recompiles nor breaks;
-* static: ``summarize`` + ``link`` report the code at exactly those lines (and nothing for a ``QUIET`` fixture).
+  neither recompiles nor breaks, and an ``EAGER`` one compiles nothing (Dynamo gave up on the function);
+* static: ``summarize`` + ``link`` report the code at exactly those lines (and nothing for ``QUIET`` or ``EAGER``).
 
 To add a case: write a runnable fixture (``backend="eager"``, a dozen calls at most, no output needed), mark the
 flagged lines, and add one ``Case`` line to ``CASES``. Add your code to ``VERIFIED_CODES`` once all of its fixtures
@@ -49,6 +49,7 @@ class Expect(enum.Enum):
     RECOMPILE = "recompile"  # the marked lines are where a failing guard was installed
     GRAPH_BREAK = "graph_break"  # the marked lines are where the graph broke
     QUIET = "quiet"  # no recompile and no graph break anywhere in the fixture
+    EAGER = "eager"  # Dynamo gave up on the function: it compiled nothing, so nothing recompiles
     RAISED = "raised"  # the marked line is where torch raised `Unsupported` (`fullgraph=True`) on the first call
 
 
@@ -112,6 +113,7 @@ CASES = (
     Case("DL204_global_dict_constant_key.py", "DL204", Expect.RECOMPILE, 2),
     Case("DL204_global_set_elements.py", "DL204", Expect.RECOMPILE, 4),
     Case("DL204_ok_global_containers_stable.py", "DL204", Expect.QUIET, 1),
+    Case("DL204_ok_hook_handles_kept_in_list.py", "DL204", Expect.EAGER, 0),
     # DL205 closure-scalar-rebound: ints become dynamic after one recompile; strings and range() bounds do not
     Case("DL205_closure_loop_rebind.py", "DL205", Expect.RECOMPILE, 2),
     Case("DL205_closure_nonlocal.py", "DL205", Expect.RECOMPILE, 2),
@@ -147,6 +149,8 @@ CASES = (
     Case("DL301_disabled_function_in_loop.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0098")),
     Case("DL301_lock_context.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0142")),
     Case("DL301_lock_methods.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0156")),
+    Case("DL301_hook_handle_in_global.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0100")),
+    Case("DL301_disabled_in_other_file/train.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0098")),
     Case("DL301_tolist_by_dtype.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0033", "GB0109")),
     Case("DL301_tolist_float_under_capture.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0109")),
     Case("DL301_range_of_tensor_argument.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059")),
@@ -285,6 +289,9 @@ def test_torch_does_what_the_fixture_claims(case: Case, observed: dict[str, Obse
     elif case.expect is Expect.QUIET:
         assert not marks, "a QUIET fixture must not mark lines"
         assert not seen.recompile_lines and not seen.graph_break_lines, seen
+    elif case.expect is Expect.EAGER:
+        assert not marks, "an EAGER fixture must not mark lines"
+        assert seen.max_compiles == 0 and not seen.recompile_lines, seen
     elif case.expect is Expect.RECOMPILE:
         assert marks, "mark the lines torch recompiles on"
         assert seen.recompile_lines == marks
@@ -309,6 +316,7 @@ def test_static_findings_are_where_torch_acts(case: Case, observed: dict[str, Ob
         Expect.RECOMPILE: seen.recompile_lines,
         Expect.GRAPH_BREAK: seen.graph_break_lines,
         Expect.QUIET: set(),
+        Expect.EAGER: set(),
         Expect.RAISED: seen.raised_lines,
     }[case.expect]
     assert {(f.span.path, f.span.line) for f in findings} == torch_lines

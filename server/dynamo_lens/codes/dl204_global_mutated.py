@@ -509,6 +509,8 @@ def _container_candidates(
 def _growths(body: FunctionBody) -> Iterator[_Growth]:
     for call in body.calls:
         func = call.func
+        if any(_is_hook_handle(a) for a in call.args):
+            continue  # Dynamo cannot keep a hook handle outside the frame: it runs the function eagerly (GB0092)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             if func.attr in LIST_GROWTH:
                 yield _Growth(call, func.value.id, per_call=True)
@@ -521,6 +523,10 @@ def _growths(body: FunctionBody) -> Iterator[_Growth]:
                     key = target.slice
                     constant = repr(key.value) if isinstance(key, ast.Constant) else ""
                     yield _Growth(statement, target.value.id, per_call=False, new_key=constant)
+
+
+def _is_hook_handle(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "register_hook"
 
 
 def _shrinks(body: FunctionBody, name: str) -> bool:

@@ -26,6 +26,7 @@ for it:
 | `with torch.device(...):` | GB0142 "Unsupported context manager" (and the rest of the function runs eagerly) |
 | `with LOCK:` on a module-level `threading` lock | GB0142 (Dynamo gives up on the function: it runs eagerly) |
 | `LOCK.acquire()`, `LOCK.release()` on a module-level `threading` lock | GB0156 "Unsupported method call" |
+| `HANDLE = t.register_hook(fn)` into a `global` | GB0100 "Storing Tensor hook handle in globals" (runs eagerly) |
 | `self.rnn(x)` on an `nn.LSTM`, `nn.GRU` or `nn.RNN` | GB0014 "Attempted to wrap RNN, GRU, or LSTM" (runs eagerly) |
 | `t[mask]` read through a boolean tensor (`logits[labels != -100]`) | GB0036 "Dynamic shape operator" |
 | `torch.unique(t)`, `masked_select`, `repeat_interleave` by a tensor without `output_size=` | GB0036 (as `nonzero`) |
@@ -90,8 +91,10 @@ on tensors do not break and are not reported. A logger is recognised when its na
 `logging.getLogger(...)` or to a library's `get_logger(...)` helper, and the module never binds it to anything else
 (a no-op object that stands in for the logger unless an environment variable asks for logging traces without a
 break). Calls are followed into functions of the same workspace that the compiled code calls directly; functions
-decorated with `torch.compiler.disable` are not traced; a call of one is reported only when it is defined in the same
-file as the compiled code that calls it. A call that runs only under a condition (its own `if`, or a
+decorated with `torch.compiler.disable` are not traced; a call of one is reported in the file as written
+(`f(...)`, `self.m(...)`) and, across files, wherever the workspace model resolves the callee to a disabled function
+or method of another file (measured: GB0098 at the call of an imported disabled helper; across files, a call made
+or reached only under a condition is not reported). A call that runs only under a condition (its own `if`, or a
 call made conditionally on the way from the compile site) is a hint: whether the program takes that branch is
 decided by its configuration and inputs, which a scan cannot see. The exception is a branch only the first call
 takes: its test is on an attribute the instance leaves `__init__` passing by a literal (`if self.first_batch:` with
@@ -115,7 +118,7 @@ from collections.abc import Iterator, Mapping
 from functools import partial
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Severity
+from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.bodies import (
@@ -124,8 +127,10 @@ from dynamo_lens.static.semantic.bodies import (
     function_bodies,
     judge,
 )
+from dynamo_lens.static.semantic.evaluate import NO_ENV, Env, FunctionValue, MethodValue
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.values import TensorInference
+from dynamo_lens.static.summary import CallSite, CompileSite, FunctionSummary, MethodSummary
 from dynamo_lens.torch_facts import (
     ASYNC_COLLECTIVE,
     AUTOGRAD_GRAD,
@@ -137,6 +142,7 @@ from dynamo_lens.torch_facts import (
     DEVICE_CONTEXT,
     DISABLED_CALL,
     DISABLED_METHOD,
+    HOOK_HANDLE_GLOBAL,
     IS_INFERENCE,
     ITEM,
     LOCK_CONTEXT,
@@ -221,6 +227,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
             breaks += [(call, call, RNN) for call in body.calls if _calls_self_attribute(body, call, recurrent)]
         breaks += [(item, statement, LOCK_CONTEXT) for statement, item in _lock_contexts(ctx, body)]
         breaks += [(call, call, LOCK_METHOD) for call in body.calls if _is_lock_call(ctx, body, call)]
+        breaks += [(statement.value, statement, HOOK_HANDLE_GLOBAL) for statement in _hook_handles_kept(body)]
         if disabled is None:
             disabled = frozenset().union(*ctx.per_block("DL301-disabled", partial(_disabled_defs, ctx)))
         if disabled:
@@ -268,6 +275,17 @@ def _lock_contexts(ctx: FileContext, body: FunctionBody) -> Iterator[tuple[ast.W
             name = item.context_expr
             if isinstance(name, ast.Name) and body.reads_global(name.id) and _is_lock(ctx, name.id):
                 yield statement, name
+
+
+def _hook_handles_kept(body: FunctionBody) -> Iterator[ast.Assign]:
+    """``HANDLE = t.register_hook(fn)`` where ``HANDLE`` is a global of the function (declared ``global``)."""
+    for statement in body.statements:
+        if not isinstance(statement, ast.Assign) or not isinstance(value := statement.value, ast.Call):
+            continue
+        func = value.func
+        hook = isinstance(func, ast.Attribute) and func.attr == "register_hook"
+        if hook and all(isinstance(t, ast.Name) and body.reads_global(t.id) for t in statement.targets):
+            yield statement
 
 
 def _is_lock_call(ctx: FileContext, body: FunctionBody, call: ast.Call) -> bool:
@@ -573,4 +591,79 @@ def _reads_settings(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -
     return bool(candidate.lifted_by)
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge, judged_locally=True, reads_workspace=_reads_settings)
+def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
+    """Calls, in compiled code, of a ``torch.compiler.disable``d function or method defined in another file (the
+    file's own are candidates of :func:`collect`): Dynamo skips the callee and breaks the graph at the call."""
+    disabled = _disabled_elsewhere_names(index)
+    if not disabled:
+        return
+    found: dict[Span, tuple[CallSite, GraphBreak, Span, str, list[CompileSite]]] = {}
+    for site in index.compile_sites():
+        for node in index.reach.reached_nodes(site):
+            if not index.reach.always_runs(site, node):
+                continue  # reached only under a condition on the way: whether it runs is the program's business
+            path = node[1][0]
+            summary: MethodSummary | FunctionSummary | None
+            env = NO_ENV
+            if node[0] == "method":
+                owner = index.class_summary(node[1])
+                summary = owner.method(node[2]) if owner is not None else None
+                env = index.evaluator.self_env(node[1])
+            else:
+                summary = index.files.function_summary(node[1])
+            if summary is None:
+                continue
+            for call in summary.calls:
+                if call.name not in disabled or call.guarded:
+                    continue
+                if call.span in found:
+                    found[call.span][4].append(site)
+                    continue
+                callee = _disabled_callee(index, call, path, env)
+                if callee is not None:
+                    found[call.span] = (call, *callee, [site])
+    for span, (call, graph_break, defined, name, sites) in found.items():
+        message = (
+            f"`{name}(...)` calls a function that `torch.compiler.disable` keeps out of compiled code, so the call "
+            f"breaks the graph ({TORCH}: {graph_break.quoted()}); {graph_break.advice}"
+        )
+        severity = Severity.INFO
+        if call.in_loop:
+            message, severity = message + BREAK_IN_LOOP, RULE.default_severity
+        related = (Related(defined, f"`{name}` is disabled here"),)
+        data = {"gb_id": graph_break.installed_id(), "in_loop": str(call.in_loop).lower()}
+        yield index.finding(RULE, span, message, sites, severity=severity, related=related, data=data)
+
+
+def _disabled_elsewhere_names(index: WorkspaceIndex) -> frozenset[str]:
+    """The names of the disabled functions and methods of the workspace: the calls worth evaluating."""
+    names: set[str] = set()
+    for summary in index.summaries:
+        names.update(f.qualname.rpartition(".")[2] for f in summary.functions if f.disabled)
+        names.update(m.name for c in summary.classes for m in c.methods if m.disabled)
+    return frozenset(names)
+
+
+def _disabled_callee(index: WorkspaceIndex, call: CallSite, path: str, env: Env) -> tuple[GraphBreak, Span, str] | None:
+    """The break a call makes when its callee is a disabled function or method of another file, with where that is
+    defined and its name."""
+    for value in index.evaluator.evaluate(call.func, path, env):
+        if isinstance(value, FunctionValue) and value.key[0] != path:
+            function = index.files.function_summary(value.key)
+            if function is not None and function.disabled:
+                return DISABLED_CALL, function.span, value.key[1]
+        elif isinstance(value, MethodValue):
+            method = index.find_method(value.cls, value.name)
+            if method is not None and method[1].disabled and method[0][0] != path:
+                return DISABLED_METHOD, method[1].span, f"{method[0][1]}.{value.name}"
+    return None
+
+
+CHECK = Check(
+    RULE.code,
+    collect=collect,
+    judge=judge,
+    judge_workspace=judge_workspace,
+    judged_locally=True,
+    reads_workspace=_reads_settings,
+)
