@@ -56,6 +56,8 @@ CASES = (
     # the limit the project sets, and what the compile past it does, decide the message
     Case("DL101_run_counter_raised_limit.py", "DL101", 12, limit_hit=True, severity="warning"),
     Case("DL101_run_counter_call_limit.py", "DL101", 4, limit_hit=True, severity="warning"),
+    Case("DL101_run_counter_patched_limit.py", "DL101", 12, limit_hit=True, severity="warning"),  # patch decorator
+    Case("DL101_run_counter_patched_limit_with.py", "DL101", 12, limit_hit=True, severity="warning"),  # with patch
     Case("DL101_run_counter_fullgraph.py", "DL101", LIMIT, limit_hit=True, severity="warning", raises=True),
     Case("DL101_compiled_by_base_method.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     # set_stance after a warm-up call: a recompile raises, or the call runs eagerly, instead of compiling

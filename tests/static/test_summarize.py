@@ -190,13 +190,15 @@ class Runner:
         pass
 """
     summary = summarize("/w/settings.py", text)
-    recorded = [(s.name, s.value, s.span.line, s.function, s.decorates, s.conditional) for s in summary.settings]
+    recorded = [
+        (s.name, s.value, s.span.line, s.function, s.decorates, s.conditional, s.body) for s in summary.settings
+    ]
     assert recorded == [
-        ("capture_scalar_outputs", "True", 6, "", "", False),
-        ("recompile_limit", "64", 7, "", "", False),  # the old name is recorded as the current one
-        ("recompile_limit", "", 10, "setup", "", False),  # not a literal: its value is unknown
-        ("capture_dynamic_output_shape_ops", "True", 12, "setup", "", True),
-        ("specialize_float", "False", 13, "setup", "", True),  # `with patch(...)`: its body only
-        ("capture_scalar_outputs", "True", 16, "", "step", False),
-        ("automatic_dynamic_shapes", "False", 21, "", "Runner.run", False),
+        ("capture_scalar_outputs", "True", 6, "", "", False, (0, 0)),
+        ("recompile_limit", "64", 7, "", "", False, (0, 0)),  # the old name is recorded as the current one
+        ("recompile_limit", "", 10, "setup", "", False, (0, 0)),  # not a literal: its value is unknown
+        ("capture_dynamic_output_shape_ops", "True", 12, "setup", "", True, (0, 0)),
+        ("specialize_float", "False", 13, "setup", "", False, (14, 14)),  # `with patch(...)`: its body only
+        ("capture_scalar_outputs", "True", 16, "", "step", False, (0, 0)),
+        ("automatic_dynamic_shapes", "False", 21, "", "Runner.run", False, (0, 0)),
     ]

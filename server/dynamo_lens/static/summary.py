@@ -257,6 +257,8 @@ class DynamoSetting:
     environment: str = ""
     """The environment variable it is made through (``os.environ["TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS"] = "1"``),
     ``""`` for the config itself. Dynamo reads it once, when ``torch._dynamo`` is first imported."""
+    body: tuple[int, int] = (0, 0)
+    """For ``with torch._dynamo.config.patch(...):``, the first and last line of the body, where it is in force."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,9 @@ A file records every ``torch._dynamo.config.<name> = <value>`` and ``torch._dyna
 :func:`decide` whether a setting is in force for the code a compile site compiles:
 
 * *certain*: every program that runs the site runs the setting first: it is made at module level of the site's own
-  file above the site, in the site's own function above it, around the site's function (a ``patch`` decorator), or at
-  module level of a file the site's file imports (imports run before any call);
+  file above the site, in the site's own function above it, around the site's function (a ``patch`` decorator) or
+  around the site itself (a ``with patch(...):`` whose body compiles it), or at module level of a file the site's file
+  imports (imports run before any call);
 * *possible*: some file that can run in one program with the site's file makes it (a recipe that sets it before it
   calls a shared compile helper); other programs that run the site may not.
 
@@ -83,9 +84,11 @@ def settings_in(ctx: FileContext, assigns: Iterable[NodeAt], calls: Iterable[Nod
                 if isinstance(key, ast.Constant) and isinstance(key.value, str)
             )
         decorates = _decorated(at, call)
+        body = _with_body(at, call)
         for name, value in pairs:
             # ``with patch(...)`` applies to its body only: never to every later call of the function
-            yield _setting(ctx, name, value, call, at, decorates, conditional=not decorates)
+            setting = _setting(ctx, name, value, call, at, decorates, conditional=not decorates and body == (0, 0))
+            yield replace(setting, body=body)
 
 
 def _stance(ctx: FileContext, call: ast.Call, at: NodeAt) -> Iterator[DynamoSetting]:
@@ -95,15 +98,15 @@ def _stance(ctx: FileContext, call: ast.Call, at: NodeAt) -> Iterator[DynamoSett
         return
     decorates = _decorated(at, call)
     setting = _setting(ctx, STANCE, stance, call, at, decorates)
-    yield replace(setting, conditional=not decorates and (_entered(at, call) or _under_condition(at, call)))
+    yield replace(setting, conditional=not decorates and (_with_body(at, call) != (0, 0) or _under_condition(at, call)))
 
 
-def _entered(at: NodeAt, call: ast.Call) -> bool:
-    """``call`` is the context manager of a ``with`` statement."""
-    return any(
-        isinstance(node, ast.With | ast.AsyncWith) and any(item.context_expr is call for item in node.items)
-        for node in ast.walk(at.scope.node)
-    )
+def _with_body(at: NodeAt, call: ast.Call) -> tuple[int, int]:
+    """The first and last line of the body of the ``with`` statement ``call`` is the context manager of."""
+    for node in ast.walk(at.scope.node):
+        if isinstance(node, ast.With | ast.AsyncWith) and any(item.context_expr is call for item in node.items):
+            return node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+    return (0, 0)
 
 
 def _under_condition(at: NodeAt, call: ast.Call) -> bool:
@@ -205,6 +208,9 @@ def _before(index: WorkspaceIndex, setting: DynamoSetting, site: CompileSite) ->
     path = site.span.path
     if setting.conditional:
         return False
+    if setting.body != (0, 0):  # `with patch(...):` around the site (compiled and called in its body)
+        first, last = setting.body
+        return setting.span.path == path and setting.function == site.scope and first <= site.span.line <= last
     if setting.environment and setting.function:
         return False
     if setting.span.path != path:
