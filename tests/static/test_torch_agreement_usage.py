@@ -96,6 +96,8 @@ CASES = (
     Case("DL107_twelve_layers.py", LIMIT, limit_hit=True),  # twelve known values: the fix raises the limit to 12
     Case("DL107_layer_index_raised_limit.py", 12, limit=12),  # under that limit: one entry per layer, bounded
     Case("DL107_four_layers.py", 4),
+    Case("DL107_float_scale_per_layer.py", 2),  # a float per layer: dynamic after one recompile
+    Case("DL107_float_scale_dynamic_false.py", LIMIT, limit_hit=True),  # dynamic=False keeps it static
     Case("DL107_flag_per_stack.py", 2),
     Case("DL107_window_in_submodule.py", 2),  # a window or None per layer, read by the layers' attention
     Case("DL107_layer_index_unspec_flag.py", 2),  # allow_unspec_int_on_nn_module: dynamic after one recompile

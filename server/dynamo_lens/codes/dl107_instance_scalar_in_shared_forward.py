@@ -1,8 +1,8 @@
 """DL107 · instance-scalar-in-shared-forward
 
 ## What it does
-Flags a read, in `forward` (or a method it calls), of a Python `int`, `bool` or `str` attribute that differs between
-the instances of a class that are compiled one by one: regional compilation of a stack of layers
+Flags a read, in `forward` (or a method it calls), of a Python `int`, `float`, `bool` or `str` attribute that differs
+between the instances of a class that are compiled one by one: regional compilation of a stack of layers
 (`for block in model.blocks: block.compile()`, `model.layers[i] = torch.compile(layer)`, an `isinstance` filter
 over `model.modules()`) whose constructor stored a per-layer value: `Block(cfg, layer_idx=i)` in a loop over
 `range()`, `Block(is_first=i == 0)`, `Attention(window if i % 2 == 0 else None)` inside each layer, or
@@ -22,7 +22,9 @@ entry and compiles its own. Measured on torch 2.13 (`backend="eager"`, blocks co
 * the same 12 blocks with the index never read in `forward`: 1 compile; compiled as one whole model (Dynamo inlines
   each block, the index is a constant of one graph): 1 compile.
 
-`dynamic=True` does not help: int attributes of modules stay static (measured: 8 compiles).
+`dynamic=True` does not help: int attributes of modules stay static (measured: 8 compiles). A float that differs per
+block (`Block(1.0 / (i + 1))`) recompiles once and is then dynamic (2 compiles, info), unless the blocks are compiled
+with `dynamic=False`: then one entry per value, and 12 blocks hit the limit (8 compiles, warning).
 
 ## Example
 ```python
@@ -224,16 +226,22 @@ def _finding(
     count = values.count
     unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if kind == "int" else None
     limit = settings.recompile_limit(index, sites)
+    static = settings.compile_option(sites, "dynamic")
     severity = Severity.INFO
     if kind in ("bool", CHOICE):
         cost = "one entry per value (2 compiles in all)"
+    elif kind == "float" and (static is None or static[0] != "False"):
+        cost = "one recompile, after which Dynamo makes the float dynamic (2 compiles in all)"
     elif unspec is not None:
         cost = "under `allow_unspec_int_on_nn_module = True` it recompiles once, then treats the int as dynamic"
     elif count > 0 and limit.allows(count):
         cost = f"one entry per value ({count} compiles in all){limit.within(count)}"
     else:
         severity = Severity.WARNING
-        dynamic = "strings are never made dynamic" if kind == "str" else "int module attributes stay static"
+        dynamic = {
+            "str": "strings are never made dynamic",
+            "float": "`dynamic=False` keeps floats static",
+        }.get(kind, "int module attributes stay static")
         cost = f"one entry per value ({dynamic}); {limit.past('the remaining instances run eagerly')}"
     message = (
         f"`{name}` ({'one of two values' if kind == CHOICE else kind}) differs between the `{class_name}` "
@@ -251,6 +259,8 @@ def _finding(
         related += (settings.set_here(unspec),)
     elif limit.within(count) or severity is Severity.WARNING:
         related += limit.related
+    if kind == "float" and static is not None and static[0] == "False":
+        related += (settings.compiled_with(static, "dynamic"),)
     fixes: tuple[Fix, ...] = ()
     raise_limit = settings.config_edit(index, sites[0].span.path, "recompile_limit", str(count))
     if severity is Severity.WARNING and count > 0 and raise_limit is not None:

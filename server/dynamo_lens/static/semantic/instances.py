@@ -27,8 +27,8 @@ LOOPS = (ast.For, ast.AsyncFor, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast
 class InstanceArgument(Candidate):
     """An argument of the construction at ``span`` of the class ``ref``: position ``position`` (-1 for a keyword)
     or keyword ``keyword``. ``literal`` (a ``repr``) for a constant; otherwise it follows a loop counter, has the
-    Python ``kind`` (``int``, ``bool``, ``str``, or :data:`CHOICE`) and takes ``count`` values (0 when the loop's
-    length is unknown)."""
+    Python ``kind`` (``int``, ``float``, ``bool``, ``str``, or :data:`CHOICE`) and takes ``count`` values (0 when the
+    loop's length is unknown)."""
 
     ref: Ref
     position: int
@@ -94,7 +94,7 @@ def _following(
             yield call, ref, position, keyword, ctx.source(argument, 40), CHOICE, "", 2, built
             continue
         kind, varies = value_kind(argument, counters)
-        if varies and kind in ("int", "bool", "str"):
+        if varies and kind in ("int", "bool", "str", "float"):
             yield call, ref, position, keyword, ctx.source(argument, 40), kind, "", count, built
 
 
