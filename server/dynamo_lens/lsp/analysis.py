@@ -10,7 +10,9 @@ the server answers ``initialize`` without paying for it.
 
 Thread safety: the methods run in worker threads. Each analysis is stored with a generation number taken on the
 event loop when the work was scheduled, and an older result never replaces a newer one. A file open in the editor is
-*pinned*: results read from disk never replace its in-memory analysis, whenever they arrive.
+*pinned*: results read from disk never replace its in-memory analysis, whenever they arrive. Links run in parallel
+with updates, so each link says which snapshot of the analyses it read (:class:`Linked`): the event loop installs a
+file's findings only from a snapshot at least as new as the one it shows.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from dynamo_lens.config import Settings
 from dynamo_lens.model import Finding
@@ -32,6 +34,15 @@ if TYPE_CHECKING:
     from dynamo_lens.static.summary import FileSummary
 
 
+class Linked(NamedTuple):
+    """The findings of one link, by path; the internal errors it hit; and the snapshot of the analyses it read
+    (numbered in the order snapshots are taken)."""
+
+    grouped: dict[str, list[Finding]]
+    internal_errors: tuple[str, ...]
+    snapshot: int
+
+
 class WorkspaceAnalysis:
     def __init__(self) -> None:
         self._files: dict[str, tuple[int, FileAnalysis]] = {}
@@ -41,6 +52,7 @@ class WorkspaceAnalysis:
         self._linker: Linker | None = None
         """Reuses the tables of unchanged files from one link to the next (imported with the analyzer)."""
         self._generations = itertools.count(1)
+        self._snapshots = itertools.count(1)
 
     def next_generation(self) -> int:
         """Taken on the event loop when an analysis is scheduled, so that results can be ordered."""
@@ -115,20 +127,19 @@ class WorkspaceAnalysis:
     def file_count(self) -> int:
         return len(self._files)
 
-    def update_and_link(
-        self, path: str, text: str, generation: int, rules: Settings | None
-    ) -> tuple[dict[str, list[Finding]], tuple[str, ...]]:
+    def update_and_link(self, path: str, text: str, generation: int, rules: Settings | None) -> Linked:
         """:meth:`update` then :meth:`findings`, in one trip to a worker thread (the keystroke path)."""
         self.update(path, text, generation)
         return self.findings(rules)
 
-    def findings(self, rules: Settings | None) -> tuple[dict[str, list[Finding]], tuple[str, ...]]:
+    def findings(self, rules: Settings | None) -> Linked:
         """Every finding in the workspace by path, after suppression comments and ``rules``; and internal errors.
         Nothing when ``rules`` is None (static analysis turned off)."""
-        if rules is None:
-            return {}, ()
         with self._lock:
+            snapshot = next(self._snapshots)
             analyses = [analysis for _generation, analysis in self._files.values()]
+        if rules is None:
+            return Linked({}, (), snapshot)
         from dynamo_lens import scan, static
 
         if self._linker is None:
@@ -137,4 +148,4 @@ class WorkspaceAnalysis:
         grouped: dict[str, list[Finding]] = {}
         for finding in linked:
             grouped.setdefault(finding.path, []).append(finding)
-        return grouped, internal_errors
+        return Linked(grouped, internal_errors, snapshot)

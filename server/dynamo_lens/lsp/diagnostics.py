@@ -25,6 +25,7 @@ from lsprotocol import types
 
 from dynamo_lens.config import Settings
 from dynamo_lens.discovery import discover
+from dynamo_lens.lsp.analysis import Linked
 from dynamo_lens.lsp.convert import path_to_uri
 from dynamo_lens.lsp.documents import DocumentState, TrackedFinding, track_change
 from dynamo_lens.lsp.server import DynamoLensServer
@@ -129,9 +130,14 @@ def register_pull(server: DynamoLensServer) -> None:
     @server.feature(types.WORKSPACE_DIAGNOSTIC)
     @server.guarded(empty=types.WorkspaceDiagnosticReport(items=[]))
     async def pull_workspace(params: types.WorkspaceDiagnosticParams) -> types.WorkspaceDiagnosticReport:
-        """Every file the server has findings for (the workspace scan's too, once it is done): unchanged reports for
-        the result ids the client already holds, and empty ones for files it shows that no longer have any."""
+        """Every file the server has findings for (the workspace scan's too, once it is done, and the open documents'
+        once their analyses are): unchanged reports for the result ids the client already holds, and empty ones for
+        files it shows that no longer have any."""
         await server.workspace_known.wait()
+        for path in server.documents.paths():  # and for the open documents' own analyses, as a document pull does
+            state = server.documents.get(path)
+            if state.open:
+                await _analysed(state)
         held = {previous.uri: previous.value for previous in params.previous_result_ids}
         items: list[types.WorkspaceDocumentDiagnosticReport] = []
         for path in server.documents.paths():
@@ -196,10 +202,10 @@ async def _analyse_open(server: DynamoLensServer, path: str, delay: float) -> No
         rules = current_rules(server) if server.settings.enable_static else None
         loop = asyncio.get_running_loop()
         work = partial(server.analysis.update_and_link, path, text, generation, rules)
-        grouped, internal_errors = await loop.run_in_executor(server.thread_pool, work)
+        linked = await loop.run_in_executor(server.thread_pool, work)
         if state.version != version or not state.open:
             return  # a newer edit or a close won: its own analysis publishes
-        _install(server, grouped, internal_errors, {path: version})
+        _install(server, linked, {path: version})
     except asyncio.CancelledError:
         raise
     except Exception as exc:
@@ -226,19 +232,14 @@ async def _relink(server: DynamoLensServer, analysed: Mapping[str, int | None]) 
     """Link the workspace and publish every file whose findings changed; ``analysed`` gives the versions just read."""
     rules = current_rules(server) if server.settings.enable_static else None
     loop = asyncio.get_running_loop()
-    grouped, internal_errors = await loop.run_in_executor(server.thread_pool, server.analysis.findings, rules)
-    _install(server, grouped, internal_errors, analysed)
+    linked = await loop.run_in_executor(server.thread_pool, server.analysis.findings, rules)
+    _install(server, linked, analysed)
 
 
-def _install(
-    server: DynamoLensServer,
-    grouped: Mapping[str, list[Finding]],
-    internal_errors: Sequence[str],
-    analysed: Mapping[str, int | None],
-) -> None:
-    for error in internal_errors:
+def _install(server: DynamoLensServer, linked: Linked, analysed: Mapping[str, int | None]) -> None:
+    for error in linked.internal_errors:
         server.log(f"dynamo-lens: {error}", types.MessageType.Error)
-    publish(server, apply_static(server, grouped, analysed), pulled=analysed)
+    publish(server, apply_static(server, linked.grouped, analysed, linked.snapshot), pulled=analysed)
 
 
 def current_rules(server: DynamoLensServer) -> Settings:
@@ -249,17 +250,21 @@ def current_rules(server: DynamoLensServer) -> Settings:
 
 
 def apply_static(
-    server: DynamoLensServer, grouped: Mapping[str, list[Finding]], analysed: Mapping[str, int | None]
+    server: DynamoLensServer, grouped: Mapping[str, list[Finding]], analysed: Mapping[str, int | None], snapshot: int
 ) -> list[str]:
-    """Install linked static findings; returns the paths to publish (changed ones, and every analysed version)."""
+    """Install linked static findings; returns the paths to publish (changed ones, and every analysed version).
+    A file keeps findings linked from a newer snapshot than ``snapshot`` (that link finished first)."""
     changed = []
     for path in set(grouped) | set(analysed) | {p for p in server.documents.paths() if server.documents.get(p).static}:
         state = server.documents.get(path)
+        if snapshot < state.static_snapshot:
+            continue
         if path in analysed:
             state.static_version = analysed[path]
         elif state.open and state.static_version != state.version:
             continue  # its own analysis of a newer version is on the way
         findings = tuple(sorted(grouped.get(path, ()), key=Finding.sort_key))
+        state.static_snapshot = snapshot
         if findings != state.static or path in analysed:
             state.static = findings
             changed.append(path)

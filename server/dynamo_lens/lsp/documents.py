@@ -38,6 +38,9 @@ class DocumentState:
     static: tuple[Finding, ...] = ()
     static_version: int | None = None
     """The document version the static findings were computed for (``None``: not yet analysed)."""
+    static_snapshot: int = 0
+    """The snapshot of the workspace analyses the static findings were linked from (``analysis.Linked``): a link
+    of an older snapshot, finishing later, must not replace them."""
     runtime: tuple[TrackedFinding, ...] = ()
     published: int = 0
     """Bumped each time the visible findings change; part of the pull-diagnostics result id."""
