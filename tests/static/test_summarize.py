@@ -202,3 +202,30 @@ class Runner:
         ("capture_scalar_outputs", "True", 16, "", "step", False, (0, 0)),
         ("automatic_dynamic_shapes", "False", 21, "", "Runner.run", False, (0, 0)),
     ]
+
+
+def test_a_stance_is_conditional_under_any_test_but_the_main_guard() -> None:
+    text = """
+import torch
+
+def warm(strict):
+    if strict:
+        torch.compiler.set_stance("fail_on_recompile")
+    try:
+        pass
+    except RuntimeError:
+        torch.compiler.set_stance("eager_on_recompile")
+    with torch.compiler.set_stance("force_eager"):
+        pass
+
+if __name__ == "__main__":
+    torch.compiler.set_stance("fail_on_recompile")
+"""
+    summary = summarize("/w/stance.py", text)
+    recorded = [(s.name, s.value, s.span.line, s.conditional) for s in summary.settings]
+    assert recorded == [
+        ("stance", "'fail_on_recompile'", 6, True),  # `if strict:`
+        ("stance", "'eager_on_recompile'", 10, True),  # an `except` handler, whatever other `if`s the scope has
+        ("stance", "'force_eager'", 11, True),  # `with set_stance(...)`: its body only
+        ("stance", "'fail_on_recompile'", 15, False),  # a script always takes `if __name__ == "__main__":`
+    ]

@@ -209,8 +209,8 @@ def _requires_grad_change(loop: Loop, handle_call: HandleCall) -> _RequiresGradC
         if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute):
             target = node.target.elts[-1] if isinstance(node.target, ast.Tuple) else node.target
             module = node.iter.func.value
-            frozen = node.iter.func.attr in PARAMETER_ITERATORS and root_name(module)[0] in roots
-            if frozen and isinstance(target, ast.Name):
+            over_parameters = node.iter.func.attr in PARAMETER_ITERATORS and root_name(module)[0] in roots
+            if over_parameters and isinstance(target, ast.Name):
                 holders[target.id] = module
     for node in ast.walk(loop):
         which: ast.expr | None = None

@@ -624,7 +624,7 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
                     found[call.span] = (call, *callee, [site])
     for span, (call, graph_break, defined, name, sites) in found.items():
         message = (
-            f"`{name}(...)` calls a function that `torch.compiler.disable` keeps out of compiled code, so the call "
+            f"`{call.name}(...)` calls `{name}`, which `torch.compiler.disable` keeps out of compiled code: the call "
             f"breaks the graph ({TORCH}: {graph_break.quoted()}); {graph_break.advice}"
         )
         severity = Severity.INFO

@@ -34,7 +34,7 @@ from dynamo_lens.static.semantic.classes import AUTOGRAD_FUNCTIONS
 from dynamo_lens.static.semantic.contexts import NO_GRAD, compiling_test, grad_context
 from dynamo_lens.static.semantic.lowering import Lowering
 from dynamo_lens.static.semantic.settings import settings_in
-from dynamo_lens.static.semantic.values import SCALAR_KINDS, kind_of, range_loop_names
+from dynamo_lens.static.semantic.values import SCALAR_KINDS, ValueKind, kind_of, range_loop_names
 from dynamo_lens.static.summary import (
     AttrInit,
     AttrKind,
@@ -260,9 +260,9 @@ class Walker:
         self.guarded = False
         """Inside a body of ``function`` that runs only under a condition (``NodeAt.guarded``)."""
         self.eager_only = False
+        """Inside code Dynamo never traces (``NodeAt.eager_only``)."""
         self._range_names: dict[int, frozenset[str]] = {}
         """``range()`` loop variables of each scope, by ``id`` of its node (``_argument_kinds``)."""
-        """Inside code Dynamo never traces (``NodeAt.eager_only``)."""
         self.grad = ""
         """The grad mode a ``with`` statement or decorator of the current function set (``NodeAt.grad``)."""
         self.grad_from: ast.expr | None = None
@@ -1102,16 +1102,21 @@ class Walker:
         )
 
     def _argument_kinds(self, call: ast.Call, at: NodeAt) -> tuple[str, ...]:
-        """``CallSite.arg_kinds``: names count by the ``range()`` loops of the calling scope that bind them."""
+        """``CallSite.arg_kinds``: names count by the ``range()`` loops of the calling scope that bind them (found
+        once per scope, when a name is first asked about)."""
         if not call.args:
             return ()
         scope = at.scope.function.node if at.scope.function is not None else at.scope.node
-        counters = self._range_names.get(id(scope))
-        if counters is None:
-            counters = self._range_names[id(scope)] = frozenset(range_loop_names(ast.walk(scope)))
+
+        def known(name: str) -> ValueKind:
+            counters = self._range_names.get(id(scope))
+            if counters is None:
+                counters = self._range_names[id(scope)] = frozenset(range_loop_names(ast.walk(scope)))
+            return "int" if name in counters else "unknown"
+
         found: list[str] = []
         for argument in call.args:
-            kind = kind_of(argument, self.ctx.resolve, lambda n: "int" if n in counters else "unknown")
+            kind = kind_of(argument, self.ctx.resolve, known)
             prefix = "=" if isinstance(argument, ast.Constant) else ""
             found.append(f"{prefix}{kind}" if kind in SCALAR_KINDS else "")
         return tuple(found) if any(found) else ()

@@ -114,11 +114,10 @@ def _under_condition(at: NodeAt, call: ast.Call) -> bool:
     script always takes), an ``except`` or a ``case``."""
     if not at.guarded:
         return False
-    return any(
-        not _is_main_test(node.test)
-        for node in ast.walk(at.scope.node)
-        if isinstance(node, ast.If) and any(inner is call for inner in ast.walk(node))
-    ) or not any(isinstance(node, ast.If) for node in ast.walk(at.scope.node))
+    enclosing = [
+        node for node in ast.walk(at.scope.node) if isinstance(node, ast.If) and any(i is call for i in ast.walk(node))
+    ]
+    return not enclosing or any(not _is_main_test(node.test) for node in enclosing)
 
 
 def _is_main_test(test: ast.expr) -> bool:

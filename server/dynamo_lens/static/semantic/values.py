@@ -18,9 +18,9 @@ Resolve = Callable[[ast.AST], "str | None"]
 """``FileContext.resolve``: the absolute dotted name an expression refers to (``torch.nonzero``), or None."""
 
 ValueKind = AttrKind
+"""The kind of a value: a Python scalar, a tensor, a container, a module, or ``unknown``."""
 SCALAR_KINDS: frozenset[ValueKind] = frozenset({"int", "float", "bool", "str"})
 """The Python scalars Dynamo guards by value."""
-"""The kind of a value: a Python scalar, a tensor, a container, a module, or ``unknown``."""
 
 
 # Tensor methods whose result is again a tensor (so a branch on it is data-dependent).
