@@ -206,6 +206,8 @@ CASES = (
     Case("DL208_decorated_evaluate.py", 2),
     Case("DL208_set_grad_enabled_loop.py", 2),
     Case("DL208_task_wrapper.py", 2),
+    Case("DL208_eval_context_method.py", 2),  # a @contextmanager method puts no_grad on an ExitStack
+    Case("DL208_ok_context_method_yields_in_branch.py", 1),  # no_grad on one arm only, flag left False
     Case("DL208_registry_of_compiled_modules.py", 2),  # dict.get returns the compiled module; keys() runs none
     Case("DL208_ok_two_objects_of_one_helper.py", 1),  # one helper, two compiled objects, one mode each
     Case("DL208_rebound_training_script.py", 4),  # train, eval + no_grad, then the float temperature: bounded

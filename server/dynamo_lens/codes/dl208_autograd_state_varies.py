@@ -31,19 +31,20 @@ Nothing is wrong with one entry per mode. To avoid compiling evaluation at all, 
 to share one entry, evaluate under the same grad mode.
 
 ## Known limitations
-The grad mode of a call is the one its own function sets (a `with` block around it, or a decorator of the function),
-else the one every caller of the function sets, followed up to four levels of callers (a test calling a scoring
-helper calling the model; a closure a function returns is called through the parameter it is passed to, in its file:
-a benchmark's timing helper); a helper with one caller in grad mode, or reached only deeper, counts as running with
-grad enabled. Calling an object runs its `forward` (or `__call__`): a task that calls its compiled model there runs
-it in the mode of the task's caller. A `forward` that picks its compiled path by `self.training` is followed down
-both paths, so a call in eval mode may be said to run the training path's entry. Inputs with differing
-`requires_grad` are detected where a loop around the call sets `requires_grad` (`x.requires_grad_(flag)`,
-`x.requires_grad = flag`, `model.requires_grad_(flag)` on the compiled module) to a value that can change between
-iterations; elsewhere they are not. A helper that compiles what it is given (`update =
-compile_with_warmup(update)`, `score = compile_with_warmup(scorer)`) makes one compiled object per call: calls of
-two such variables of one function are not compared. A script's `main()` called at module level is not a call in
-grad mode: the calls inside it are judged each in its own mode.
+The grad mode of a call is the one its own function sets (a `with` block around it, a decorator of the function, or
+a `@contextlib.contextmanager` method of its class that enters a grad-mode context before it yields), else the one
+every caller of the function sets, followed up to four levels of callers (a test calling a scoring helper calling
+the model; a closure a function returns is called through the parameter it is passed to, in its file: a benchmark's
+timing helper); a helper with one caller in grad mode, or reached only deeper, counts as running with grad enabled.
+Calling an object runs its `forward` (or `__call__`): a task that calls its compiled model there runs it in the mode
+of the task's caller. A `forward` that picks its compiled path by `self.training` is followed down both paths, so a
+call in eval mode may be said to run the training path's entry. Inputs with differing `requires_grad` are detected
+where a loop around the call sets `requires_grad` (`x.requires_grad_(flag)`, `x.requires_grad = flag`,
+`model.requires_grad_(flag)` on the compiled module) to a value that can change between iterations; elsewhere they
+are not. A helper that compiles what it is given (`update = compile_with_warmup(update)`, `score =
+compile_with_warmup(scorer)`) makes one compiled object per call: calls of two such variables of one function are
+not compared. A script's `main()` called at module level is not a call in grad mode: the calls inside it are judged
+each in its own mode.
 
 ## Fix safety
 No fix is offered.

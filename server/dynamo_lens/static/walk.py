@@ -31,7 +31,7 @@ from dynamo_lens.static.context import (
 from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic import lowering as lowering_limits
 from dynamo_lens.static.semantic.classes import AUTOGRAD_FUNCTIONS
-from dynamo_lens.static.semantic.contexts import NO_GRAD, compiling_test, grad_context
+from dynamo_lens.static.semantic.contexts import NO_GRAD, compiling_test, grad_context, method_grad_context
 from dynamo_lens.static.semantic.lowering import Lowering
 from dynamo_lens.static.semantic.settings import settings_in
 from dynamo_lens.static.semantic.values import SCALAR_KINDS, ValueKind, kind_of, range_loop_names
@@ -692,6 +692,8 @@ class Walker:
             if item.optional_vars is not None:
                 self.visit(item.optional_vars)
             mode = grad_context(self.ctx, item.context_expr)
+            if mode is None and self.function is not None and self.cls is not None:
+                mode = method_grad_context(self.ctx, item.context_expr, self.cls.node, self.function.self_name)
             if mode is not None:
                 self.grad, self.grad_from = mode, item.context_expr
         self._statements(node.body)

@@ -48,6 +48,52 @@ def grad_context(ctx: FileContext, expr: ast.expr) -> str | None:
     return VARIES
 
 
+CONTEXT_MANAGER_DECORATORS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
+
+
+def method_grad_context(
+    ctx: FileContext, expr: ast.expr, cls: ast.ClassDef | None, self_name: str | None
+) -> str | None:
+    """The grad mode ``with self.<name>():`` sets when ``<name>`` is a ``@contextlib.contextmanager`` method of
+    ``cls`` (the class whose method holds the ``with``) that enters a grad-mode context before it yields: ``with
+    torch.no_grad(): yield``, or ``stack.enter_context(torch.no_grad())`` in an ``ExitStack`` (OLMo-core's
+    ``_eval_batch_context``). None for anything else, and when the yield sits under a condition or in a loop."""
+    if cls is None or self_name is None or not isinstance(expr, ast.Call):
+        return None
+    func = expr.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self_name):
+        return None
+    for statement in cls.body:
+        if (
+            isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
+            and statement.name == func.attr
+            and any(ctx.resolve(d) in CONTEXT_MANAGER_DECORATORS for d in statement.decorator_list)
+        ):
+            return _grad_at_yield(ctx, statement.body, None) or None
+    return None
+
+
+def _grad_at_yield(ctx: FileContext, body: list[ast.stmt], mode: str | None) -> str | None:
+    """The grad mode in force at the ``yield`` of a context-manager generator's ``body`` (``mode`` on entry)."""
+    for statement in body:
+        if isinstance(statement, ast.Expr) and isinstance(call := statement.value, ast.Call):
+            entered = call.func
+            if isinstance(entered, ast.Attribute) and entered.attr == "enter_context" and len(call.args) == 1:
+                mode = grad_context(ctx, call.args[0]) or mode
+        if not any(isinstance(node, ast.Yield | ast.YieldFrom) for node in ast.walk(statement)):
+            continue
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Yield | ast.YieldFrom):
+            return mode
+        if isinstance(statement, ast.With | ast.AsyncWith):
+            for item in statement.items:
+                mode = grad_context(ctx, item.context_expr) or mode
+            return _grad_at_yield(ctx, statement.body, mode)
+        if isinstance(statement, ast.Try):
+            return _grad_at_yield(ctx, statement.body, mode)
+        return None  # the yield runs under a condition, in a loop, or inside an expression
+    return None
+
+
 def compiling_test(test: ast.expr, ctx: FileContext) -> bool | None:
     """True for ``torch.compiler.is_compiling()`` (or ``torch._dynamo.is_compiling()``), False for its negation,
     None for any other test."""
