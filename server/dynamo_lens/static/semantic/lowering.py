@@ -70,6 +70,10 @@ class _Binding:
     """The target expression that contains the name."""
 
 
+LIST_GROWERS = {"append": 1, "insert": 2, "extend": 1}
+"""List methods that add what their last argument is (``extend``: its elements), with their argument count."""
+
+
 class _FunctionNames:
     """The local names of one function: parameters, and every statement that binds a name."""
 
@@ -83,6 +87,8 @@ class _FunctionNames:
             if extra is not None:
                 self.params[extra.arg] = -1
         self.bindings = bindings
+        self.growths: dict[str, list[tuple[NodeAt, ast.Call]]] = {}
+        """Name → the calls that add to the list it holds (``layers.append(Block(i))``, ``.extend``, ``.insert``)."""
         self.declared_global: set[str] = set()
         self.declared_nonlocal: set[str] = set()
         self.isinstance_guards = _isinstance_guards(guards)
@@ -421,9 +427,20 @@ class Lowering:
         if value is None or isinstance(node, ast.AugAssign):
             return UNKNOWN
         if binding.target is not None and isinstance(binding.target, ast.Name):
+            if isinstance(value, ast.List):
+                return self._grown_list(value, name, at, function, depth)
             return self._lower(value, at, {}, depth)
         lowered = self._lower(value, at, {}, depth)
         return dict(_unpacked(binding.target, lowered)).get(name, UNKNOWN)
+
+    def _grown_list(self, display: ast.List, name: str, at: NodeAt, function: Scope, depth: int) -> Expr:
+        """A list bound to ``name`` by ``display`` (``layers = []``) with what the function's ``append``,
+        ``insert`` and ``extend`` calls on the name add to it (``layers.append(Block(i))`` in a loop)."""
+        items = [self._display_item(e, at, {}, depth) for e in display.elts[:MAX_OPTIONS]]
+        for grown_at, call in self._function_names(function).growths.get(name, ())[:MAX_OPTIONS]:
+            added = self._lower(call.args[-1], grown_at, {}, depth)
+            items.append(exprs.Item(added) if call.func.attr == "extend" else added)  # type: ignore[attr-defined]
+        return exprs.Items(tuple(items))
 
     def _element(self, iterable: ast.expr, at: NodeAt, env: Mapping[str, Expr], depth: int) -> Expr:
         """One element of what a ``for`` loop or a comprehension iterates over (``enumerate``, ``zip``,
@@ -559,6 +576,21 @@ class Lowering:
                 scopes[id(function.node)] = function
                 pair = declared.setdefault(id(function.node), (set(), set()))
                 pair[0 if isinstance(at.node, ast.Global) else 1].update(at.node.names)  # type: ignore[attr-defined]
+        growths: dict[int, dict[str, list[tuple[NodeAt, ast.Call]]]] = {}
+        for at in ctx.nodes(ast.Call):
+            function = at.scope.function
+            call = at.node
+            assert isinstance(call, ast.Call)
+            func = call.func
+            if (
+                function is not None
+                and isinstance(func, ast.Attribute)
+                and func.attr in LIST_GROWERS
+                and isinstance(func.value, ast.Name)
+                and len(call.args) == LIST_GROWERS[func.attr]
+            ):
+                scopes[id(function.node)] = function
+                growths.setdefault(id(function.node), {}).setdefault(func.value.id, []).append((at, call))
         for at in ctx.nodes(ast.If):
             function = at.scope.function
             node = at.node
@@ -569,6 +601,7 @@ class Lowering:
         tables: dict[int, _FunctionNames] = {}
         for key, scope in scopes.items():
             names = _FunctionNames(scope, bindings.get(key, {}), guards.get(key, []))
+            names.growths = growths.get(key, {})
             if key in declared:
                 names.declared_global, names.declared_nonlocal = declared[key]
             tables[key] = names
