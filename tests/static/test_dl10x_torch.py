@@ -53,6 +53,7 @@ class Case:
 CASES = (
     Case("DL101_run_counter.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_run_counter_reset.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
+    Case("DL101_counter_in_block_built_from_config.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     # the limit the project sets, and what the compile past it does, decide the message
     Case("DL101_run_counter_raised_limit.py", "DL101", 12, limit_hit=True, severity="warning"),
     Case("DL101_run_counter_call_limit.py", "DL101", 4, limit_hit=True, severity="warning"),

@@ -94,6 +94,7 @@ CASES = (
     # DL107: instances compiled one by one share a forward: one entry per value of a per-instance scalar it reads
     Case("DL107_layer_index_regional.py", LIMIT, limit_hit=True),
     Case("DL107_twelve_layers.py", LIMIT, limit_hit=True),  # twelve known values: the fix raises the limit to 12
+    Case("DL107_layers_appended_by_helper.py", LIMIT, limit_hit=True),  # the list a helper appends the blocks to
     Case("DL107_layer_index_raised_limit.py", 12, limit=12),  # under that limit: one entry per layer, bounded
     Case("DL107_four_layers.py", 4),
     Case("DL107_float_scale_per_layer.py", 2),  # a float per layer: dynamic after one recompile
@@ -210,6 +211,7 @@ CASES = (
     Case("DL208_ok_context_method_yields_in_branch.py", 1),  # no_grad on one arm only, flag left False
     Case("DL208_registry_of_compiled_modules.py", 2),  # dict.get returns the compiled module; keys() runs none
     Case("DL208_ok_two_objects_of_one_helper.py", 1),  # one helper, two compiled objects, one mode each
+    Case("DL208_ok_factory_method_builds_each_module.py", 1),  # config.build() makes a new module per call
     Case("DL208_rebound_training_script.py", 4),  # train, eval + no_grad, then the float temperature: bounded
     Case("DL208_ok_always_no_grad.py", 1),
     Case("DL208_ok_uncompiled_eval.py", 1),

@@ -165,6 +165,10 @@ class ClassSummary:
     class_values: tuple[tuple[str, Expr], ...] = ()
     """``name = value`` in the class body, for values that can matter (``model_class = Net`` in a test class): what
     ``self.<name>`` holds on an instance whose methods do not assign it."""
+    owner_links: tuple[tuple[str, str], ...] = ()
+    """``(nested, attr)`` when the class's ``__init_subclass__`` stores each subclass on an attribute of the class
+    that subclass nests under that name (``cls.__dict__["Config"]._owner = cls``, torchtitan's ``Configurable``): a
+    ``build()`` that calls ``self._owner(...)`` on such a config makes an instance of the class around it."""
 
     def method(self, name: str) -> MethodSummary | None:
         for method in self.methods:

@@ -30,12 +30,13 @@ from dynamo_lens.static.context import (
 )
 from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic import lowering as lowering_limits
-from dynamo_lens.static.semantic.classes import AUTOGRAD_FUNCTIONS
+from dynamo_lens.static.semantic.classes import AUTOGRAD_FUNCTIONS, owner_links
 from dynamo_lens.static.semantic.contexts import NO_GRAD, compiling_test, grad_context, method_grad_context
 from dynamo_lens.static.semantic.lowering import Lowering
 from dynamo_lens.static.semantic.settings import settings_in
 from dynamo_lens.static.semantic.values import SCALAR_KINDS, ValueKind, kind_of, range_loop_names
 from dynamo_lens.static.summary import (
+    LOCAL,
     AttrInit,
     AttrKind,
     AttrWrite,
@@ -1071,12 +1072,18 @@ class Walker:
                 yield node.target.attr, exprs.InstanceOf(tuple(refs), exprs.UNKNOWN)
 
     def _annotations(self, builder: _FunctionBuilder) -> tuple[tuple[str, Ref], ...]:
-        """The parameters annotated with a class name (``model: GPT``, ``"GPT"``, ``GPT | None``)."""
+        """The parameters annotated with a class name (``model: GPT``, ``"GPT"``, ``GPT | None``). A method's
+        annotation is read in its class body, so it may name a class nested there (``config: Config``)."""
         found: list[tuple[str, Ref]] = []
         args = builder.node.args
+        parent = builder.scope.parent
+        nested = self.ctx.local_defs.get(parent.qualname, {}) if parent is not None and parent.kind == "class" else {}
         for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
             for name in _annotated_names(arg.annotation):
-                ref = self.ctx.ref(name, builder.scope.parent)
+                if isinstance(name, ast.Name) and name.id in nested:
+                    ref: Ref | None = Ref(nested[name.id], LOCAL)
+                else:
+                    ref = self.ctx.ref(name, parent)
                 if ref is not None and ref.last[:1].isupper():
                     found.append((arg.arg, ref))
         return tuple(found)
@@ -1214,6 +1221,7 @@ class Walker:
             body_start=ctx.span(body),
             attr_values=tuple(attr_values),
             class_values=tuple(class_values),
+            owner_links=owner_links(builder.node),
         )
 
     def _attr_writes(self, block: BlockWalk, lowering: Lowering) -> Iterator[AttrWrite]:

@@ -3,6 +3,7 @@ instance runs for a name, where ``__init__`` sets an attribute, and which classe
 
 from __future__ import annotations
 
+import ast
 from collections import deque
 
 from dynamo_lens.static import exprs
@@ -79,6 +80,20 @@ class Hierarchy:
         if known is None:
             known = self._mros[key] = compute()
         return known
+
+    def linked_owner(self, key: ClassKey, attr: str) -> ClassKey | None:
+        """The class ``attr`` of ``key`` holds through an ``__init_subclass__`` link (:func:`owner_links`): for the
+        nearest class of ``key``'s MRO nested in a class ``E`` under a name a strict base of ``E`` links, ``E``
+        (``Block.Config._owner`` is ``Block``; a config subclassing ``Block.Config`` inherits it)."""
+        for config in self.mro(key)[0]:
+            enclosing, _, nested = config[1].rpartition(".")
+            if not enclosing or self.files.class_summary((config[0], enclosing)) is None:
+                continue
+            for base in self.mro((config[0], enclosing))[0][1:]:
+                summary = self.files.class_summary(base)
+                if summary is not None and (nested, attr) in summary.owner_links:
+                    return config[0], enclosing
+        return None
 
     def find_method(
         self, key: ClassKey, name: str, after: ClassKey | None = None
@@ -157,6 +172,56 @@ class Hierarchy:
                     pending.extend(self._subclasses.get(current, ()))
             found = self._all_subclasses[key] = tuple(seen)
         return found
+
+
+def owner_links(node: ast.ClassDef) -> tuple[tuple[str, str], ...]:
+    """What :attr:`ClassSummary.owner_links` records: in ``__init_subclass__(cls)``, ``<nested>.<attr> = cls`` where
+    ``<nested>`` is the subclass's own nested class, read as ``cls.__dict__["N"]``, ``vars(cls)["N"]``,
+    ``getattr(cls, "N")`` or ``cls.N`` (directly or through a local name)."""
+    hook = next(
+        (s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init_subclass__" and s.args.args),
+        None,
+    )
+    if hook is None:
+        return ()
+    cls = hook.args.args[0].arg
+    nested: dict[str, str] = {}  # local name -> the nested class it holds
+    links: list[tuple[str, str]] = []
+    for statement in ast.walk(hook):
+        if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+            continue
+        target = statement.targets[0]
+        if isinstance(target, ast.Name):
+            name = _nested_read(statement.value, cls)
+            if name is not None:
+                nested[target.id] = name
+        elif isinstance(target, ast.Attribute) and isinstance(statement.value, ast.Name) and statement.value.id == cls:
+            holder = target.value
+            name = nested.get(holder.id) if isinstance(holder, ast.Name) else _nested_read(holder, cls)
+            if name is not None:
+                links.append((name, target.attr))
+    return tuple(links)
+
+
+def _nested_read(expr: ast.expr, cls: str) -> str | None:
+    """``N`` for ``cls.__dict__["N"]``, ``vars(cls)["N"]``, ``getattr(cls, "N")`` or ``cls.N``."""
+    if isinstance(expr, ast.Subscript) and isinstance(key := expr.slice, ast.Constant) and isinstance(key.value, str):
+        mapping = expr.value
+        if isinstance(mapping, ast.Attribute) and mapping.attr == "__dict__" and _is_name(mapping.value, cls):
+            return key.value
+        if isinstance(mapping, ast.Call) and _is_name(mapping.func, "vars") and len(mapping.args) == 1:
+            return key.value if _is_name(mapping.args[0], cls) else None
+    if isinstance(expr, ast.Call) and _is_name(expr.func, "getattr") and len(expr.args) == 2:
+        owner, key = expr.args
+        if _is_name(owner, cls) and isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value
+    if isinstance(expr, ast.Attribute) and _is_name(expr.value, cls) and expr.attr[:1].isupper():
+        return expr.attr
+    return None
+
+
+def _is_name(expr: ast.expr, name: str) -> bool:
+    return isinstance(expr, ast.Name) and expr.id == name
 
 
 def _is_plain_base(base: Ref | None) -> bool:

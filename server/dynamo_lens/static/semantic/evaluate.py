@@ -29,7 +29,7 @@ from dynamo_lens.static import exprs
 from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic.classes import Hierarchy
 from dynamo_lens.static.semantic.workspace import ClassKey, Files, FunctionKey, Symbol
-from dynamo_lens.static.summary import CallSite, FunctionSummary, MethodSummary
+from dynamo_lens.static.summary import CallSite, FunctionSummary, MethodSummary, Ref
 
 MAX_DEPTH = 24
 MAX_VALUES = 64
@@ -292,6 +292,10 @@ class Evaluator:
                 if attr == name:
                     values |= self.evaluate(value, owner[0], env)
         if not values:
+            linked = self.classes.linked_owner(cls, name)
+            if linked is not None:
+                values.add(ClassValue(linked))
+        if not values:
             values.update(self._class_value(cls, name))
         if not values:
             values.update(self._field(cls, name))
@@ -314,14 +318,23 @@ class Evaluator:
 
     def _field(self, cls: ClassKey, name: str) -> Iterable[Value]:
         """A field of a class without an ``__init__`` of its own (a ``@dataclass``, a ``NamedTuple``): what its
-        constructor calls pass for it, by keyword or by position in the class body's order."""
+        constructor calls pass for it, by keyword or by position in the class body's order. The constructions of
+        its subclasses count too (a ``Decoder.Config`` may be a ``DeepSeekV3Model.Config``, whose fields start with
+        the base's); a call whose callee names another class is not looked at, and those that name one of these
+        classes come first."""
         summary = self.files.class_summary(cls)
         if summary is None or name not in summary.class_attrs or self.classes.find_method(cls, "__init__"):
             return NOTHING
         position = summary.class_attrs.index(name)
+        classes = (cls, *self.classes.subclasses(cls))
+        constructors = {ClassValue(key) for key in classes}
+        spelled = {key[1] for key in classes}
+        callers = list(self.callers(cls[1].rpartition(".")[2], cls[0]))
+        named = [(c, at) for c, at in callers if isinstance(c.func, exprs.Named) and _names_one_of(c.func.ref, spelled)]
+        calls = itertools.chain(named, ((c, at) for c, at in callers if not isinstance(c.func, exprs.Named)))
         found: set[Value] = set()
-        for call, at in itertools.islice(self.callers(cls[1].rpartition(".")[2], cls[0]), MAX_CALLERS):
-            if ClassValue(cls) not in self.evaluate(call.func, at):
+        for call, at in itertools.islice(calls, MAX_CALLERS):
+            if not constructors & self.evaluate(call.func, at):
                 continue
             argument = next((value for key, value in call.keywords if key == name), None)
             if argument is None and position < len(call.args):
@@ -586,7 +599,7 @@ class Evaluator:
                     self._bind(owner[0], qualname, method.params, offset, call, path, env, used, method.defaults)
                 )
             produced = self._returns(owner, method, Env(binding) if used else NO_ENV)
-            if method.kind in ("classmethod", "staticmethod"):
+            if method.kind in ("classmethod", "staticmethod") or not _on_own_instance(call):
                 produced = frozenset(_fresh(produced, (owner[0], qualname)))
             return produced or UNKNOWN_VALUES
         return UNKNOWN_VALUES
@@ -844,6 +857,19 @@ def _fresh(values: Iterable[Value], function: FunctionKey) -> set[Value]:
             )
         found.add(value)
     return found
+
+
+def _on_own_instance(call: exprs.Call) -> bool:
+    """The call is ``self.<method>(...)`` (what it builds is its object's own: ``self._setup_model()``), not a
+    method of another object (``config.build()``, a factory: each call builds a new object)."""
+    func = call.func
+    return isinstance(func, exprs.Attr) and isinstance(func.value, exprs.Param) and func.value.index == 0
+
+
+def _names_one_of(ref: Ref, qualnames: set[str]) -> bool:
+    """``ref`` may name a class with one of ``qualnames`` (``model.DeepSeekV3Model.Config`` for
+    ``DeepSeekV3Model.Config``; a plain ``Config`` imported under that name)."""
+    return any(ref.dotted == q or ref.dotted.endswith(f".{q}") or q.endswith(f".{ref.dotted}") for q in qualnames)
 
 
 def _element_at(container: Container, key: Expr) -> Iterable[Value]:
