@@ -203,6 +203,8 @@ class Evaluator:
         self._active: set[object] = set()
         self._depth = 0
         self._steps = 0
+        self._cut_short = 0
+        """How many evaluations gave up for depth or steps so far (what they fed into is not memoized)."""
         self._self_envs: dict[ClassKey, Env] = {}
         self._callers: dict[str, list[tuple[CallSite, str]]] | None = None
         self._call_scopes: dict[int, str] = {}
@@ -225,16 +227,23 @@ class Evaluator:
         if self._depth == 0:
             self._steps = 0
         self._steps += 1
-        if key in self._active or self._depth > MAX_DEPTH or self._steps > MAX_STEPS:
+        if key in self._active:
+            return NOTHING
+        if self._depth > MAX_DEPTH or self._steps > MAX_STEPS:
+            self._cut_short += 1
             return UNKNOWN_VALUES if self._steps > MAX_STEPS else NOTHING
         self._active.add(key)
         self._depth += 1
+        cut_short = self._cut_short
         try:
             result = _capped(self._evaluate(expr, path, env))
         finally:
             self._depth -= 1
             self._active.discard(key)
-        self._memo[key] = result
+        if self._cut_short == cut_short:
+            # a value whose evaluation ran out of depth or steps is what this query could see, not what the
+            # expression is: another query, from shallower, may see it all (link order must not matter)
+            self._memo[key] = result
         return result
 
     def self_env(self, cls: ClassKey) -> Env:
