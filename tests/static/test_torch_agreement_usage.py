@@ -100,6 +100,8 @@ CASES = (
     Case("DL107_float_scale_per_layer.py", 2),  # a float per layer: dynamic after one recompile
     Case("DL107_float_scale_dynamic_false.py", LIMIT, limit_hit=True),  # dynamic=False keeps it static
     Case("DL107_flag_per_stack.py", 2),
+    Case("DL107_flag_from_config_field.py", 2),  # `config.moe is not None`, the config built per layer in a loop
+    Case("DL107_choice_through_loop_local.py", 2),  # `attention = ... if is_full else None`, then the constructor
     Case("DL107_window_in_submodule.py", 2),  # a window or None per layer, read by the layers' attention
     Case("DL107_layer_index_unspec_flag.py", 2),  # allow_unspec_int_on_nn_module: dynamic after one recompile
     Case("DL107_ok_whole_model.py", 1),  # inlined into one frame: the values are constants of one graph
@@ -164,6 +166,8 @@ CASES = (
     Case("DL203_bool_from_counter.py", 2),
     Case("DL203_counter_advanced_in_for.py", LIMIT, limit_hit=True),
     Case("DL203_literal_list_loop.py", 2),
+    Case("DL203_count_read_from_tensor.py", 2),  # `n = labels.ne(-1).sum().item()` each step: dynamic after one
+    Case("DL203_value_read_from_tensor_dynamic_false.py", LIMIT, limit_hit=True),  # `.item()` under dynamic=False
     Case("DL203_ok_tensor_advanced_in_place.py", 1),
     Case("DL203_int_arg_dynamic_false.py", LIMIT, limit_hit=True),
     Case("DL203_range_bound.py", LIMIT, limit_hit=True),

@@ -50,12 +50,18 @@ as an argument, compile the whole model instead of each block, or set
 is small and known, raise `torch._dynamo.config.recompile_limit` above it.
 
 ## Known limitations
-An attribute counts when `__init__` stores a constructor parameter in it directly (`self.layer_idx = layer_idx`) or a
-bool computed from one (`self.is_first = layer_idx == 0`), and the constructions the workspace makes pass that
+An attribute counts when `__init__` stores a constructor parameter in it directly (`self.layer_idx = layer_idx`) or
+a bool computed from one (`self.is_first = layer_idx == 0`), and the constructions the workspace makes pass that
 parameter a loop counter (or an expression of it, or one of two values picked by it), or different `bool`/`str`
-literals at different places. Only compile sites that sit in a loop are taken as compiling instances (or the layers
-holding them) one by one: a loop that compiles several whole models would be taken the same way. A read that
-runs only under a condition is a hint. The number of values is stated when the loop runs over a literal `range()`.
+literals at different places. A loop's own names count as the counter does: `is_full = (i + 1) % 4 == 0`, `attention
+= cfg if is_full else None`, a name bound in both arms of `if i < n_dense:`, or the result of a function of the same
+file annotated to return a scalar. For a layer built from a config object whose `build()` makes the class around it
+(torchtitan's `Block.Config(moe=...)`, linked by `__init_subclass__`), the config's field is read as `__init__`
+reads it (`self.moe_enabled = config.moe is not None`). Only compile sites that sit in a loop are taken as compiling
+instances (or the layers holding them) one by one: a loop that compiles several whole models would be taken the same
+way. A read that runs only under a condition is a hint. The number of values is stated when the loop runs over a
+literal `range()`. A value that reaches the constructor through a helper's parameter (`_make_attention(layer_id)`)
+is not followed.
 
 ## Fix safety
 Where the value should live depends on how the layer uses it, so no fix moves it. When a literal `range(N)` with N past
@@ -169,11 +175,22 @@ def _parameters(index: WorkspaceIndex) -> dict[tuple[ClassKey, str], _Values]:
                 continue
             cls = index.resolve_class(summary.path, candidate.ref)
             init = index.find_method(cls, "__init__") if cls is not None else None
+            owner = index.classes.linked_owner(cls) if cls is not None and init is None else None
+            if owner is not None and candidate.keyword:
+                # a field of a config that builds its owner class (`Block.Config(moe=...)`): what the owner's
+                # `__init__(self, config)` reads as `config.moe`
+                init = index.find_method(owner, "__init__")
+                config = init[1].params[1] if init is not None and len(init[1].params) > 1 else ""
+                cls, candidate_param = owner, f"{config}.{candidate.keyword}" if config else ""
+            else:
+                candidate_param = ""
             if cls is None or init is None:
                 continue
             params = init[1].params
-            param = candidate.keyword or (
-                params[candidate.position + 1] if candidate.position + 1 < len(params) else ""
+            param = (
+                candidate_param
+                or candidate.keyword
+                or (params[candidate.position + 1] if candidate.position + 1 < len(params) else "")
             )
             if not param:
                 continue
@@ -246,7 +263,8 @@ def _finding(
     message = (
         f"`{name}` ({'one of two values' if kind == CHOICE else kind}) differs between the `{class_name}` "
         f"instances compiled one by one (or the layers that hold them), which share this `forward`: {TORCH} guards "
-        f"it by value, so each instance with another value compiles its own entry of the same frame: {cost}"
+        f"{'which one it holds (a value by value, a module by its type)' if kind == CHOICE else 'it by value'}, so "
+        f"each instance with another value compiles its own entry of the same frame: {cost}"
     )
     if read.guarded:
         severity, message = Severity.HINT, message + " (a hint: this read runs only under a condition)"
@@ -254,7 +272,8 @@ def _finding(
         Related(a.span, f"built with `{a.text}`" + (" for each value of the loop counter" if not a.literal else ""))
         for a in values.shown()
     )
-    related += (Related(init.span, f"`{name}` set from the constructor argument in `__init__`"),)
+    source = f"`{init.value_text}`" if "." in init.value_text else "the constructor argument"
+    related += (Related(init.span, f"`{name}` set from {source} in `__init__`"),)
     if unspec is not None:
         related += (settings.set_here(unspec),)
     elif limit.within(count) or severity is Severity.WARNING:

@@ -4,8 +4,9 @@
 Flags a call of a compiled callable, inside a loop, with a Python `int`, `float`, `bool` or `str` argument whose
 value changes from one iteration to the next: the loop counter (`range()`, the index of `enumerate()`), a counter
 that starts as a number and is advanced with `+=` in the loop (`step += 1`), the variable of a loop over a literal
-list of values (or a name bound to one), arithmetic on them, a comparison of them (`step < warmup`), an f-string
-built from them. Also flags calls of one compiled callable in a file that pass different literals for a parameter it
+list of values (or a name bound to one), a number read out of a tensor in the loop (`n = mask.sum().item()`: an
+`int` for a count, else a `float`), arithmetic on them, a comparison of them (`step < warmup`), an f-string built
+from them. Also flags calls of one compiled callable in a file that pass different literals for a parameter it
 reads (a reference pass that leaves `return_logits` at its default `True` before a training loop that passes
 `False`; `heads=2` and `heads=8` under `dynamic=False`): the finding sits on the calls whose value the fewest calls
 share, counting calls in loops first.

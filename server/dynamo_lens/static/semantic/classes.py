@@ -81,17 +81,20 @@ class Hierarchy:
             known = self._mros[key] = compute()
         return known
 
-    def linked_owner(self, key: ClassKey, attr: str) -> ClassKey | None:
-        """The class ``attr`` of ``key`` holds through an ``__init_subclass__`` link (:func:`owner_links`): for the
-        nearest class of ``key``'s MRO nested in a class ``E`` under a name a strict base of ``E`` links, ``E``
-        (``Block.Config._owner`` is ``Block``; a config subclassing ``Block.Config`` inherits it)."""
+    def linked_owner(self, key: ClassKey, attr: str | None = None) -> ClassKey | None:
+        """The class ``attr`` (any attribute, when None) of ``key`` holds through an ``__init_subclass__`` link
+        (:func:`owner_links`): for the nearest class of ``key``'s MRO nested in a class ``E`` under a name a strict
+        base of ``E`` links, ``E`` (``Block.Config._owner`` is ``Block``; a config subclassing ``Block.Config``
+        inherits it)."""
         for config in self.mro(key)[0]:
             enclosing, _, nested = config[1].rpartition(".")
             if not enclosing or self.files.class_summary((config[0], enclosing)) is None:
                 continue
             for base in self.mro((config[0], enclosing))[0][1:]:
                 summary = self.files.class_summary(base)
-                if summary is not None and (nested, attr) in summary.owner_links:
+                if summary is not None and any(
+                    name == nested and attr in (None, linked) for name, linked in summary.owner_links
+                ):
                     return config[0], enclosing
         return None
 

@@ -20,6 +20,7 @@ from dynamo_lens.static.summary import Candidate, Ref
 
 CHOICE = "choice"
 """The kind of an argument that picks one of two values by the loop counter (``x if i % 2 == 0 else None``)."""
+SCALARS = frozenset({"int", "float", "str", "bool"})
 LOOPS = (ast.For, ast.AsyncFor, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
 
 
@@ -63,8 +64,9 @@ def _block_arguments(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt
             for counters, count, parts in _loop(at.node):
                 calls = list(_constructions(parts))
                 built = tuple(dict.fromkeys(r for c in calls if (r := ctx.ref(c.func)) is not None))[:MAX_BUILT]
+                varying = _derived(ctx, parts, counters)
                 for call in calls:
-                    found.extend(_following(ctx, call, counters, count, built))
+                    found.extend(_following(ctx, call, varying, count, built))
     for at in nodes.get(ast.Call, ()):
         node = at.node
         assert isinstance(node, ast.Call)
@@ -83,19 +85,83 @@ def _block_arguments(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt
 
 
 def _following(
-    ctx: FileContext, call: ast.Call, counters: dict[str, Kind], count: int, built: tuple[Ref, ...]
+    ctx: FileContext, call: ast.Call, counters: dict[str, str], count: int, built: tuple[Ref, ...]
 ) -> Iterator[_Found]:
     ref = ctx.ref(call.func)
     if ref is None or ref.dotted.startswith("torch."):
         return
     for position, keyword, argument in _arguments(call):
-        if isinstance(argument, ast.IfExp) and names_in(argument.test) & counters.keys():
+        chosen = isinstance(argument, ast.Name) and counters.get(argument.id) == CHOICE
+        if chosen or (isinstance(argument, ast.IfExp) and names_in(argument.test) & counters.keys()):
             # `window if i % 2 == 0 else None`: one of two values, chosen per instance
             yield call, ref, position, keyword, ctx.source(argument, 40), CHOICE, "", 2, built
             continue
-        kind, varies = value_kind(argument, counters)
+        kind, varies = value_kind(argument, _scalars(counters))
         if varies and kind in ("int", "bool", "str", "float"):
             yield call, ref, position, keyword, ctx.source(argument, 40), kind, "", count, built
+
+
+def _derived(ctx: FileContext, parts: list[ast.AST], counters: dict[str, Kind]) -> dict[str, str]:
+    """``counters`` with the names the loop body binds from them, in order: a scalar computed from a counter
+    (``is_full = (i + 1) % 4 == 0``), or the result of a function of this file annotated to return one and called
+    with a counter (``use_rope=_layer_use_rope(i, n)``); :data:`CHOICE` for a name bound to one of two values by a
+    test of them (``attention = cfg if is_full else None``; ``moe = None`` and ``moe = make_moe()`` in the two arms
+    of ``if i < n_dense:``)."""
+    varying: dict[str, str] = dict(counters)
+    for statement in _in_order(parts):
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+            if not isinstance(target, ast.Name):
+                continue
+            if isinstance(value, ast.IfExp) and names_in(value.test) & varying.keys():
+                varying[target.id] = CHOICE
+                continue
+            kind = _returned_scalar(ctx, value, varying)
+            if kind is None:
+                found, varies = value_kind(value, _scalars(varying))
+                kind = found if varies else None
+            if kind in SCALARS:
+                varying[target.id] = kind
+            else:
+                varying.pop(target.id, None)
+        elif isinstance(statement, ast.If) and statement.orelse and names_in(statement.test) & varying.keys():
+            for name in _assigned_names(statement.body) & _assigned_names(statement.orelse):
+                varying[name] = CHOICE
+    return varying
+
+
+def _scalars(varying: Mapping[str, str]) -> dict[str, Kind]:
+    """The names of ``varying`` that hold a scalar (not :data:`CHOICE`)."""
+    return {name: kind for name, kind in varying.items() if kind in SCALARS}  # type: ignore[misc]
+
+
+def _in_order(parts: list[ast.AST]) -> Iterator[ast.stmt]:
+    """The statements of ``parts`` (a loop body) in source order, nested blocks included (not nested functions), each
+    compound statement after its blocks (an ``if`` decides what its arms bound)."""
+    for part in parts:
+        if not isinstance(part, ast.stmt) or isinstance(part, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            yield from _in_order(getattr(part, field, []))
+        yield part
+
+
+def _assigned_names(body: list[ast.stmt]) -> set[str]:
+    return {t.id for s in body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)}
+
+
+def _returned_scalar(ctx: FileContext, value: ast.expr, varying: Mapping[str, str]) -> str | None:
+    """The scalar kind a call of a function of this file returns (its annotation), when an argument varies."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return None
+    if not any(names_in(a) & varying.keys() for a in (*value.args, *(k.value for k in value.keywords))):
+        return None
+    for node in ctx.tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == value.func.id:
+            returns = node.returns
+            if isinstance(returns, ast.Name) and returns.id in SCALARS:
+                return returns.id
+    return None
 
 
 def _loop(node: ast.AST) -> Iterator[tuple[dict[str, Kind], int, list[ast.AST]]]:

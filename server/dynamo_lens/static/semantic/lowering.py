@@ -70,6 +70,15 @@ class _Binding:
     """The target expression that contains the name."""
 
 
+def _empty_container(value: ast.expr) -> bool:
+    """``nn.ModuleList()`` or ``nn.Sequential()`` built empty (filled by ``append`` afterwards)."""
+    if not isinstance(value, ast.Call) or value.args or value.keywords:
+        return False
+    func = value.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in ("ModuleList", "Sequential")
+
+
 LIST_GROWERS = {"append": 1, "insert": 2, "extend": 1}
 """List methods that add what their last argument is (``extend``: its elements), with their argument count."""
 
@@ -429,7 +438,12 @@ class Lowering:
         if binding.target is not None and isinstance(binding.target, ast.Name):
             if isinstance(value, ast.List):
                 return self._grown_list(value, name, at, function, depth)
-            return self._lower(value, at, {}, depth)
+            lowered = self._lower(value, at, {}, depth)
+            if _empty_container(value) and isinstance(lowered, exprs.Call):
+                # `layers = nn.ModuleList()`, then `layers.append(Block(i))`: the container of what is appended
+                appended = self._grown_list(ast.List(elts=[]), name, at, function, depth)
+                return exprs.Call(lowered.func, (appended,), (), lowered.complete)
+            return lowered
         lowered = self._lower(value, at, {}, depth)
         return dict(_unpacked(binding.target, lowered)).get(name, UNKNOWN)
 

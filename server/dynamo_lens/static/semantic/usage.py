@@ -486,7 +486,8 @@ def _submodule_iterable(target: ast.expr, iterable: ast.expr, name: str) -> ast.
 def loop_scalars(loops: list[Loop], literal: Callable[[str], ast.expr | None] | None = None) -> dict[str, Kind]:
     """Names that hold a different Python scalar on each iteration: ``range()`` and ``enumerate()`` counters, the
     variable of a loop over a literal list or tuple of numbers or strings (``for lr in (0.1, 0.01)``, or a name that
-    ``literal`` says is bound to one), counters advanced with ``+=`` in the loop body (``step += 1``)."""
+    ``literal`` says is bound to one), counters advanced with ``+=`` in the loop body (``step += 1``), and numbers
+    read out of a tensor in the loop body (``n = mask.sum().item()``: data, a new value each batch)."""
     counters: dict[str, Kind] = {}
     for loop in loops:
         if isinstance(loop, ast.For | ast.AsyncFor) and isinstance(loop.iter, ast.Call):
@@ -515,7 +516,46 @@ def loop_scalars(loops: list[Loop], literal: Callable[[str], ast.expr | None] | 
                 and (isinstance(loop, ast.While) or _starts_as_number(statement.target.id, literal))
             ):
                 counters[statement.target.id] = "float" if isinstance(statement.value.value, float) else "int"
+            elif (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+                and isinstance(call := statement.value, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "item"
+                and not call.args
+            ):
+                counters[statement.targets[0].id] = _item_kind(call.func.value)
     return counters
+
+
+INTEGER_REDUCTIONS = frozenset({"numel", "argmax", "argmin", "count_nonzero", "long", "int"})
+"""Tensor methods whose result holds integers (an ``.item()`` of it is an ``int``)."""
+
+
+def _item_kind(tensor: ast.expr) -> Kind:
+    """The Python kind ``tensor.item()`` returns, as far as the expression tells: ``int`` for a count (``.sum()`` of
+    a comparison, ``.numel()``, ``.argmax()``, ``.long()``), else ``float``."""
+    if isinstance(tensor, ast.Call) and isinstance(tensor.func, ast.Attribute):
+        method, receiver = tensor.func.attr, tensor.func.value
+        if method in INTEGER_REDUCTIONS:
+            return "int"
+        if method in ("sum", "max", "min") and _is_comparison(receiver):
+            return "int"
+        if method in ("sum", "max", "min"):
+            return _item_kind(receiver)
+    return "float"
+
+
+def _is_comparison(expr: ast.expr) -> bool:
+    """``a > 0``, ``labels.ne(-100)``, ``(x == y)``: a bool tensor."""
+    if isinstance(expr, ast.Compare):
+        return True
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in ("ne", "eq", "gt", "ge", "lt", "le", "isnan", "isfinite", "logical_not", "bool")
+    )
 
 
 def _starts_as_number(name: str, literal: Callable[[str], ast.expr | None] | None) -> bool:
