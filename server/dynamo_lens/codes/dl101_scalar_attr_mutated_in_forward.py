@@ -68,7 +68,9 @@ The cost depends on the project's settings, which the scan reads (measured on 2.
 * `torch.compiler.set_stance("fail_on_recompile")` or `"eager_on_recompile"`, called unconditionally at module level
   or in the site's function (typically after a warm-up call), replaces the recompiles: measured after one warm-up
   call, the first recompile raises `RuntimeError`, or every later call runs eagerly (1 compile). The message says
-  which, and where the stance is set.
+  which, and where the stance is set;
+* `torch.compiler.set_stance("force_eager")`, found the same way, runs every call eagerly (measured: 0 compiles). The
+  finding, like any finding of every code on code compiled only under that stance, is then a hint that names it.
 
 ## Known limitations
 The analysis follows `self.<name>` reads and writes in evaluation order through methods called as `self.method()`,

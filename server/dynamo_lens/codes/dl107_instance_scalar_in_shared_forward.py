@@ -54,14 +54,13 @@ An attribute counts when `__init__` stores a constructor parameter in it directl
 a bool computed from one (`self.is_first = layer_idx == 0`), and the constructions the workspace makes pass that
 parameter a loop counter (or an expression of it, or one of two values picked by it), or different `bool`/`str`
 literals at different places. A loop's own names count as the counter does: `is_full = (i + 1) % 4 == 0`, `attention
-= cfg if is_full else None`, a name bound in both arms of `if i < n_dense:`, or the result of a function of the same
-file annotated to return a scalar. For a layer built from a config object whose `build()` makes the class around it
-(torchtitan's `Block.Config(moe=...)`, linked by `__init_subclass__`), the config's field is read as `__init__`
-reads it (`self.moe_enabled = config.moe is not None`). Only compile sites that sit in a loop are taken as compiling
-instances (or the layers holding them) one by one: a loop that compiles several whole models would be taken the same
-way. A read that runs only under a condition is a hint. The number of values is stated when the loop runs over a
-literal `range()`. A value that reaches the constructor through a helper's parameter (`_make_attention(layer_id)`)
-is not followed.
+= cfg if is_full else None`, or a name bound in both arms of `if i < n_dense:`. For a layer built from a config
+object whose `build()` makes the class around it (torchtitan's `Block.Config(moe=...)`, linked by
+`__init_subclass__`), the config's field is read as `__init__` reads it (`self.moe_enabled = config.moe is not
+None`). Only compile sites that sit in a loop are taken as compiling instances (or the layers holding them) one by
+one: a loop that compiles several whole models would be taken the same way. A read that runs only under a condition
+is a hint. The number of values is stated when the loop runs over a literal `range()`. A value that reaches the
+constructor through a helper's parameter (`_make_attention(layer_id)`) is not followed.
 
 ## Fix safety
 Where the value should live depends on how the layer uses it, so no fix moves it. When a literal `range(N)` with N past

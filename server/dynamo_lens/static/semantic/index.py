@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from dynamo_lens.codes import Rule
 from dynamo_lens.model import Finding, Fix, Related, Severity, Span
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.classes import Hierarchy
 from dynamo_lens.static.semantic.evaluate import Evaluator, Values
 from dynamo_lens.static.semantic.reach import Node, Reach
@@ -176,6 +177,13 @@ class WorkspaceIndex:
         if where is None and shown:
             where = self._node_at(span)
         compiled = tuple(Related(site.span, self._compiled_here(site, where)) for site in shown[:MAX_SITES_SHOWN])
+        forced = settings.forced_eager(self, shown) if shown and self.settings(settings.STANCE) else None
+        if forced is not None:
+            # the compiled code runs eagerly: nothing it does is guarded or traced
+            severity = Severity.HINT
+            stance = f'`{settings.SET_STANCE}("{settings.FORCE_EAGER}")`'
+            message += f" (a hint: {stance} runs this compiled code eagerly)"
+            related = (*related, Related(forced.span, f"{stance} is called here"))
         return Finding(
             code=rule.code,
             severity=(severity or rule.default_severity) if shown else Severity.HINT,

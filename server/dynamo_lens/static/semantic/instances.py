@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from functools import partial
 
 from dynamo_lens.static.context import FileContext, NodeAt
-from dynamo_lens.static.semantic.usage import Kind, loop_scalars, names_in, value_kind
+from dynamo_lens.static.semantic.usage import CONVERSIONS, Kind, loop_scalars, names_in, value_kind
 from dynamo_lens.static.summary import Candidate, Ref
 
 CHOICE = "choice"
 """The kind of an argument that picks one of two values by the loop counter (``x if i % 2 == 0 else None``)."""
-SCALARS = frozenset({"int", "float", "str", "bool"})
 LOOPS = (ast.For, ast.AsyncFor, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
 
 
@@ -64,7 +63,7 @@ def _block_arguments(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt
             for counters, count, parts in _loop(at.node):
                 calls = list(_constructions(parts))
                 built = tuple(dict.fromkeys(r for c in calls if (r := ctx.ref(c.func)) is not None))[:MAX_BUILT]
-                varying = _derived(ctx, parts, counters)
+                varying = _derived(parts, counters)
                 for call in calls:
                     found.extend(_following(ctx, call, varying, count, built))
     for at in nodes.get(ast.Call, ()):
@@ -97,16 +96,15 @@ def _following(
             yield call, ref, position, keyword, ctx.source(argument, 40), CHOICE, "", 2, built
             continue
         kind, varies = value_kind(argument, _scalars(counters))
-        if varies and kind in ("int", "bool", "str", "float"):
+        if varies and kind in CONVERSIONS:
             yield call, ref, position, keyword, ctx.source(argument, 40), kind, "", count, built
 
 
-def _derived(ctx: FileContext, parts: list[ast.AST], counters: dict[str, Kind]) -> dict[str, str]:
+def _derived(parts: list[ast.AST], counters: dict[str, Kind]) -> dict[str, str]:
     """``counters`` with the names the loop body binds from them, in order: a scalar computed from a counter
-    (``is_full = (i + 1) % 4 == 0``), or the result of a function of this file annotated to return one and called
-    with a counter (``use_rope=_layer_use_rope(i, n)``); :data:`CHOICE` for a name bound to one of two values by a
-    test of them (``attention = cfg if is_full else None``; ``moe = None`` and ``moe = make_moe()`` in the two arms
-    of ``if i < n_dense:``)."""
+    (``is_full = (i + 1) % 4 == 0``); :data:`CHOICE` for a name bound to one of two values by a test of them
+    (``attention = cfg if is_full else None``; ``moe = None`` and ``moe = make_moe()`` in the two arms of ``if i <
+    n_dense:``)."""
     varying: dict[str, str] = dict(counters)
     for statement in _in_order(parts):
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
@@ -116,11 +114,9 @@ def _derived(ctx: FileContext, parts: list[ast.AST], counters: dict[str, Kind]) 
             if isinstance(value, ast.IfExp) and names_in(value.test) & varying.keys():
                 varying[target.id] = CHOICE
                 continue
-            kind = _returned_scalar(ctx, value, varying)
-            if kind is None:
-                found, varies = value_kind(value, _scalars(varying))
-                kind = found if varies else None
-            if kind in SCALARS:
+            found, varies = value_kind(value, _scalars(varying))
+            kind = found if varies else None
+            if kind in CONVERSIONS:
                 varying[target.id] = kind
             else:
                 varying.pop(target.id, None)
@@ -132,7 +128,7 @@ def _derived(ctx: FileContext, parts: list[ast.AST], counters: dict[str, Kind]) 
 
 def _scalars(varying: Mapping[str, str]) -> dict[str, Kind]:
     """The names of ``varying`` that hold a scalar (not :data:`CHOICE`)."""
-    return {name: kind for name, kind in varying.items() if kind in SCALARS}  # type: ignore[misc]
+    return {name: CONVERSIONS[kind] for name, kind in varying.items() if kind in CONVERSIONS}
 
 
 def _in_order(parts: list[ast.AST]) -> Iterator[ast.stmt]:
@@ -148,20 +144,6 @@ def _in_order(parts: list[ast.AST]) -> Iterator[ast.stmt]:
 
 def _assigned_names(body: list[ast.stmt]) -> set[str]:
     return {t.id for s in body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)}
-
-
-def _returned_scalar(ctx: FileContext, value: ast.expr, varying: Mapping[str, str]) -> str | None:
-    """The scalar kind a call of a function of this file returns (its annotation), when an argument varies."""
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
-        return None
-    if not any(names_in(a) & varying.keys() for a in (*value.args, *(k.value for k in value.keywords))):
-        return None
-    for node in ctx.tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == value.func.id:
-            returns = node.returns
-            if isinstance(returns, ast.Name) and returns.id in SCALARS:
-                return returns.id
-    return None
 
 
 def _loop(node: ast.AST) -> Iterator[tuple[dict[str, Kind], int, list[ast.AST]]]:

@@ -43,6 +43,9 @@ STANCE_PAST_GUARD = {
 """Measured on 2.13 (a module counter, one warm-up call, then the stance, 12 calls): ``fail_on_recompile`` raised
 ``RuntimeError: Detected recompile when torch.compile stance is 'fail_on_recompile'`` on the second call,
 ``eager_on_recompile`` kept the one compiled entry and ran every other call eagerly (1 compile)."""
+FORCE_EAGER = "force_eager"
+"""The stance that runs every compiled callable eagerly. Measured on 2.13 (a module counter, the stance set at module
+level before the first call, 12 calls): 0 compiles."""
 ALIASES = {"cache_size_limit": "recompile_limit", "accumulated_cache_size_limit": "accumulated_recompile_limit"}
 """Old names torch keeps as aliases of the current ones."""
 ENVIRONMENT = {
@@ -325,13 +328,22 @@ def recompile_limit(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> Limi
     return Limit(value, raises_under, stance.value.strip("'\"") if stance is not None else "", tuple(related))
 
 
-def _stance_in_force(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> DynamoSetting | None:
-    """The ``set_stance`` every one of ``sites`` runs under, whatever the line (it is set after a warm-up call): an
-    unconditional call at module level of the site's file or of a file it imports, or in the site's function."""
+def forced_eager(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> DynamoSetting | None:
+    """The ``torch.compiler.set_stance("force_eager")`` every one of ``sites`` runs under (as
+    :func:`_stance_in_force` finds it): their compiled code runs eagerly, so nothing they compile is guarded."""
+    return _stance_in_force(index, sites, (FORCE_EAGER,))
+
+
+def _stance_in_force(
+    index: WorkspaceIndex, sites: Iterable[CompileSite], stances: Iterable[str] = tuple(STANCE_PAST_GUARD)
+) -> DynamoSetting | None:
+    """The ``set_stance`` (one of ``stances``) every one of ``sites`` runs under, whatever the line (it is set after
+    a warm-up call): an unconditional call at module level of the site's file or of a file it imports, or in the
+    site's function."""
     found: DynamoSetting | None = None
     for site in sites:
         path = site.span.path
-        stances = [
+        found_here = [
             s
             for s in index.settings(STANCE)
             if not s.conditional
@@ -341,10 +353,10 @@ def _stance_in_force(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> Dyn
                 or (not s.function and index.files.imported_by(path, s.span.path))
             )
         ]
-        values = {s.value for s in stances}
-        if len(values) != 1 or next(iter(values)).strip("'\"") not in STANCE_PAST_GUARD:
+        values = {s.value for s in found_here}
+        if len(values) != 1 or next(iter(values)).strip("'\"") not in stances:
             return None
-        found = found or stances[0]
+        found = found or found_here[0]
     return found
 
 
