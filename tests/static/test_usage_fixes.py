@@ -22,6 +22,7 @@ FIXED = (
     ("DL201_lambda_backend.py", "DL201", "Hoist torch.compile out of the loop", 1),
     ("DL201_same_backend_alias.py", "DL201", "Hoist torch.compile out of the loop", 1),
     ("DL203_int_arg_dynamic_false.py", "DL203", "Compile with dynamic=True", 1),
+    ("DL203_int_arg_automatic_dynamic_off.py", "DL203", "Compile with dynamic=True", 1),  # overrides the setting
     ("DL203_module_float_info.py", "DL203", "Compile with dynamic=True", 1),
     ("DL207_mark_after_warmup.py", "DL207", "Mark the tensor dynamic before the first call", 1),
     ("DL207_maybe_mark_alias.py", "DL207", "Mark the tensor dynamic before the first call", 1),

@@ -27,6 +27,11 @@ Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATC
 * `str` argument: one compile per distinct value, never dynamic (8 + limit, warning).
 * `bool` argument (`warm=step < warmup`): one entry per value whatever `dynamic=` says (2 compiles, `info`).
 * `dynamic=True` at the compile site: 1 compile for int arguments.
+* the project's settings, where every program that runs the site makes them first:
+  `torch._dynamo.config.automatic_dynamic_shapes = False` keeps ints and floats static (8 compiles, then the limit;
+  `dynamic=True` at the site still makes them symbolic: 1 compile); `specialize_float = True` keeps a float static
+  even under `dynamic=True` (8 + limit); `assume_static_by_default = False` makes an int symbolic from the first call
+  (1 compile, no finding). The message names the setting and where it is made.
 * different literals at different calls: a bool left at its default `True` once and passed `False` in the loop
   compiled 2 entries; three int literals under `dynamic=False` compiled 3; a literal that differs only for a
   parameter the function never reads compiled 1. A literal set is finite, so these are `info` up to the limit.
@@ -67,10 +72,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from functools import partial
+from typing import TYPE_CHECKING
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Edit, Fix, Related, Severity, Span
+from dynamo_lens.model import Edit, Finding, Fix, Related, Severity, Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic import settings
@@ -87,6 +94,10 @@ from dynamo_lens.static.semantic.usage import (
     usage,
 )
 from dynamo_lens.static.summary import CompileSite
+from dynamo_lens.torch_facts import TORCH
+
+if TYPE_CHECKING:
+    from dynamo_lens.static.semantic.index import WorkspaceIndex
 
 RULE = Rule(
     code="DL203",
@@ -160,6 +171,19 @@ def _candidate(
             f"guards strings by value and never makes them dynamic, so each value compiles again; {settings.PAST_LIMIT}"
         )
         severity = RULE.default_severity
+    elif dynamic == "True" and kind == "float":
+        # symbolic from the first call, unless the project specialises floats (decided when linked)
+        changes = f"{text} changes the float {label} of compiled `{callee}` on every iteration"
+        return VaryingNumber(
+            RULE.code,
+            ctx.span(argument),
+            changes,
+            Severity.INFO,
+            (site,),
+            kind=kind,
+            changes=changes,
+            dynamic_site=True,
+        )
     elif dynamic == "True":
         return None  # symbolic from the first call
     elif _ranges_over(definition, param):
@@ -176,13 +200,62 @@ def _candidate(
         severity = RULE.default_severity
         fixes = tuple(f for f in (_dynamic_fix(ctx, site),) if f is not None)
     else:
+        changes = f"{text} changes the {kind} {label} of compiled `{callee}` on every iteration"
         message = (
-            f"{text} changes the {kind} {label} of compiled `{callee}` on every iteration: torch 2.13 specialises "
-            "the first value, recompiles once, then treats it as dynamic (2 compiles in all)"
+            f"{changes}: torch 2.13 specialises the first value, recompiles once, then treats it as dynamic (2 "
+            "compiles in all)"
         )
-        severity = Severity.INFO
         fixes = tuple(f for f in (_dynamic_fix(ctx, site),) if f is not None)
+        return VaryingNumber(
+            RULE.code, ctx.span(argument), message, Severity.INFO, (site,), fixes=fixes, kind=kind, changes=changes
+        )
     return UsageCandidate(RULE.code, ctx.span(argument), message, severity, (site,), fixes=fixes)
+
+
+@dataclass(frozen=True, slots=True)
+class VaryingNumber(UsageCandidate):
+    """An int or float argument under torch's defaults (dynamic after one recompile): what the project's Dynamo
+    settings make of it is decided when the workspace is linked."""
+
+    kind: str = ""
+    changes: str = ""
+    """The message's first part: which argument changes (the cost follows)."""
+    dynamic_site: bool = False
+    """The site says ``dynamic=True``: only a setting that keeps floats static leaves a cost."""
+
+
+STATIC_SETTINGS = (("automatic_dynamic_shapes", "False", ("int", "float")), ("specialize_float", "True", ("float",)))
+"""Settings that keep a changing number static (measured on 2.13, 12 values: 8 compiles, then the limit).
+``dynamic=True`` at the site overrides the first (1 compile), not the second (8 compiles and the limit)."""
+
+
+def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
+    """:func:`judge_usage`, after the project's settings decide what a changing number costs: one compile per value
+    under ``automatic_dynamic_shapes = False`` (or ``specialize_float = True`` for a float), none beyond the first
+    under ``assume_static_by_default = False`` for an int (measured: 1 compile)."""
+    if isinstance(candidate, VaryingNumber):
+        for name, value, kinds in STATIC_SETTINGS[1:] if candidate.dynamic_site else STATIC_SETTINGS:
+            static = settings.in_force(index, name, value, candidate.sites) if candidate.kind in kinds else None
+            if static is not None:
+                message = (
+                    f"{candidate.changes}, and `{name} = {value}` keeps it static: {TORCH} compiles once per value; "
+                    f"{settings.PAST_LIMIT}"
+                )
+                related = (*candidate.related, settings.set_here(static))
+                # `dynamic=True` does not make a specialised float dynamic
+                fixes = () if name == "specialize_float" else candidate.fixes
+                candidate = replace(
+                    candidate, message=message, severity=RULE.default_severity, related=related, fixes=fixes
+                )
+                break
+        else:
+            if candidate.dynamic_site:
+                return  # symbolic from the first call
+            if candidate.kind == "int" and settings.in_force(
+                index, "assume_static_by_default", "False", candidate.sites
+            ):
+                return  # symbolic from the first call
+    yield from judge_usage(candidate, index)
 
 
 Literal = bool | int | str
@@ -392,4 +465,4 @@ def _decorator_text(ctx: FileContext, site: CompileSite) -> str:
     return line[site.span.column - 1 : site.span.end_column - 1]
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge_usage)
+CHECK = Check(RULE.code, collect=collect, judge=judge)
