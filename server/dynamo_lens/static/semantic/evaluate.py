@@ -212,6 +212,7 @@ class Evaluator:
         self._attributes: dict[tuple[ClassKey, str], Values] = {}
         self._params: dict[tuple[str, str, str], Values] = {}
         self._published_names: dict[str, frozenset[str]] = {}
+        self._used: dict[int, frozenset[str]] = {}
 
     # -- public --------------------------------------------------------------------------------------------------
     def evaluate(self, expr: Expr, path: str, env: Env = NO_ENV) -> Values:
@@ -579,7 +580,7 @@ class Evaluator:
             if function is None:
                 return UNKNOWN_VALUES
             bound = NO_ENV
-            used = _params_used(function.returns)
+            used = self._params_used(function.returns)
             if used:
                 bound = Env(
                     self._bind(
@@ -602,7 +603,7 @@ class Evaluator:
             elif method.kind != "staticmethod" and not callee.on_class and method.params:
                 binding.update(self.self_env(callee.cls).bound)
                 offset = 1
-            used = _params_used(method.returns)
+            used = self._params_used(method.returns)
             if used:
                 binding.update(
                     self._bind(owner[0], qualname, method.params, offset, call, path, env, used, method.defaults)
@@ -612,6 +613,18 @@ class Evaluator:
                 produced = frozenset(_fresh(produced, (owner[0], qualname)))
             return produced or UNKNOWN_VALUES
         return UNKNOWN_VALUES
+
+    def _params_used(self, returns: tuple[Expr, ...]) -> frozenset[str]:
+        """The parameters a function's return values depend on: a call's other arguments cannot change what it
+        returns, and need not be evaluated (when none, one evaluation serves every call). Kept by the ``id`` of the
+        summary's tuple, which lives as long as this evaluator (a table shared by evaluators handed a later
+        workspace the answer for a dead tuple whose ``id`` a new one had taken: a literal argument stopped deciding
+        which ``return`` a getter takes)."""
+        key = id(returns)
+        found = self._used.get(key)
+        if found is None:
+            found = self._used[key] = frozenset(name for r in returns for name in _param_names(r))
+        return found
 
     def _returns(self, owner: ClassKey, method: MethodSummary, env: Env) -> Values:
         return frozenset(self._returned(owner[0], f"{owner[1]}.{method.name}", method.returns, env))
@@ -793,9 +806,6 @@ class Evaluator:
         return names
 
 
-_USED: dict[int, frozenset[str]] = {}
-
-
 def runs_in(program: frozenset[tuple[str, str]], path: str, scope: str) -> bool:
     """Code of ``scope`` (a qualname in ``path``, ``""`` for the module level) is part of ``program``: the scope
     itself or a function it is nested in is (the module level counts only for code at the module level)."""
@@ -805,19 +815,6 @@ def runs_in(program: frozenset[tuple[str, str]], path: str, scope: str) -> bool:
         scope = scope.rpartition(".")[0]
         if not scope:
             return False
-
-
-def _params_used(returns: tuple[Expr, ...]) -> frozenset[str]:
-    """The parameters a function's return values depend on: a call's other arguments cannot change what it
-    returns, and need not be evaluated (when none, one evaluation serves every call)."""
-    key = id(returns)
-    found = _USED.get(key)
-    if found is None:
-        found = frozenset(name for r in returns for name in _param_names(r))
-        if len(_USED) > 100_000:
-            _USED.clear()
-        _USED[key] = found
-    return found
 
 
 def _ruled_out(returned: exprs.Given, path: str, qualname: str, env: Env) -> bool:
