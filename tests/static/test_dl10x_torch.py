@@ -68,6 +68,7 @@ CASES = (
     Case("DL101_run_bool_toggle.py", "DL101", 2, severity="info"),
     Case("DL101_run_float_decay.py", "DL101", 2, severity="info"),
     Case("DL101_run_float_dynamic_false.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
+    Case("DL101_run_float_automatic_dynamic_off.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     Case("DL101_ok_run_float_dynamic_true.py", "DL101", 1),
     Case("DL101_run_plain_object.py", "DL101", 2, severity="info"),
     Case("DL101_run_helper_object_counter.py", "DL101", LIMIT, limit_hit=True, severity="warning"),

@@ -99,6 +99,7 @@ CASES = (
     Case("DL107_four_layers.py", 4),
     Case("DL107_float_scale_per_layer.py", 2),  # a float per layer: dynamic after one recompile
     Case("DL107_float_scale_dynamic_false.py", LIMIT, limit_hit=True),  # dynamic=False keeps it static
+    Case("DL107_float_scale_automatic_dynamic_off.py", LIMIT, limit_hit=True),  # so does the project's setting
     Case("DL107_flag_per_stack.py", 2),
     Case("DL107_flag_from_config_field.py", 2),  # `config.moe is not None`, the config built per layer in a loop
     Case("DL107_choice_through_loop_local.py", 2),  # `attention = ... if is_full else None`, then the constructor
@@ -116,6 +117,7 @@ CASES = (
     Case("DL111_int_attr_unspec_flag.py", 2),  # allow_unspec_int_on_nn_module: dynamic after one recompile
     Case("DL111_float_attr_dynamic_false.py", LIMIT, limit_hit=True),  # dynamic=False: a float per value
     Case("DL111_ok_float_attr_dynamic_true.py", 1),  # dynamic=True: symbolic from the start
+    Case("DL111_float_attr_specialized.py", LIMIT, limit_hit=True),  # specialize_float = True beats dynamic=True
     # through an object that holds the compiled model (`self.model.x = ...` in a trainer's method)
     Case("DL111_trainer_holds_model.py", LIMIT, limit_hit=True),
     Case("DL111_trainer_switches_flag.py", 2),

@@ -59,7 +59,8 @@ The cost depends on the project's settings, which the scan reads (measured on 2.
   information;
 * compiled with `dynamic=False`, a float that keeps changing is never made dynamic: a compile per value, 8 compiles
   and the limit (warning); compiled with `dynamic=True` the float is symbolic from the first call (1 compile): no
-  finding;
+  finding. The project's `torch._dynamo.config.automatic_dynamic_shapes = False` keeps it static too (8 + limit,
+  unless the site says `dynamic=True`), and `specialize_float = True` keeps it static whatever the site says;
 * the limit is the project's: `torch.compile(..., recompile_limit=N)` at every site, else
   `torch._dynamo.config.recompile_limit` (or `cache_size_limit`) set before them, is the number the message states
   (measured: 4 and 12 compiles, then the limit); under `fullgraph=True` or `fail_on_recompile_limit_hit = True` the
@@ -197,7 +198,7 @@ def _finding(
     if kind == "int" and unbounded and static is None:
         return None  # a helper object that compiled functions reach: static or not depends on how they hold it
     unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if static else None
-    dynamic = settings.compile_option(sites, "dynamic")
+    floats = settings.float_policy(index, sites) if kind == "float" else settings.FloatPolicy()
     setting: Related | None = None
     limit = settings.recompile_limit(index, sites)
     if kind == "int" and unbounded and (not static or unspec is not None):
@@ -234,13 +235,13 @@ def _finding(
             f"Dynamo guards `{name} == <value>` (EQUALS_MATCH), so each distinct value it takes compiles once more "
             "(one extra compile while the value it is set to stays the same)"
         )
-    elif kind == "float" and dynamic is not None and dynamic[0] == "False" and unbounded:
+    elif kind == "float" and floats.static and unbounded:
         cost = (
-            f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) and, under `dynamic=False`, never makes "
+            f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) and, under {floats.static}, never makes "
             f"the float dynamic: each new value recompiles; {limit.past()}"
         )
-        setting = settings.compiled_with(dynamic, "dynamic")
-    elif kind == "float" and dynamic is not None and dynamic[0] == "True":
+        setting = floats.related
+    elif kind == "float" and floats.symbolic:
         return None  # measured: compiled with dynamic=True the float is symbolic from the first call (1 compile)
     elif kind == "float":
         severity = Severity.INFO

@@ -24,7 +24,9 @@ entry and compiles its own. Measured on torch 2.13 (`backend="eager"`, blocks co
 
 `dynamic=True` does not help: int attributes of modules stay static (measured: 8 compiles). A float that differs per
 block (`Block(1.0 / (i + 1))`) recompiles once and is then dynamic (2 compiles, info), unless the blocks are compiled
-with `dynamic=False`: then one entry per value, and 12 blocks hit the limit (8 compiles, warning).
+with `dynamic=False` or the project sets `automatic_dynamic_shapes = False` or `specialize_float = True`: then one
+entry per value, and 12 blocks hit the limit (8 compiles, warning). Compiled with `dynamic=True` (and floats not
+specialised) the float is symbolic from the first call: no finding.
 
 ## Example
 ```python
@@ -242,11 +244,13 @@ def _finding(
     count = values.count
     unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if kind == "int" else None
     limit = settings.recompile_limit(index, sites)
-    static = settings.compile_option(sites, "dynamic")
+    floats = settings.float_policy(index, sites) if kind == "float" else settings.FloatPolicy()
     severity = Severity.INFO
     if kind in ("bool", CHOICE):
         cost = "one entry per value (2 compiles in all)"
-    elif kind == "float" and (static is None or static[0] != "False"):
+    elif kind == "float" and floats.symbolic:
+        return None  # measured: under dynamic=True the float is symbolic from the first call (1 compile)
+    elif kind == "float" and not floats.static:
         cost = "one recompile, after which Dynamo makes the float dynamic (2 compiles in all)"
     elif unspec is not None:
         cost = "under `allow_unspec_int_on_nn_module = True` it recompiles once, then treats the int as dynamic"
@@ -256,7 +260,7 @@ def _finding(
         severity = Severity.WARNING
         dynamic = {
             "str": "strings are never made dynamic",
-            "float": "`dynamic=False` keeps floats static",
+            "float": f"{floats.static} keeps floats static",
         }.get(kind, "int module attributes stay static")
         cost = f"one entry per value ({dynamic}); {limit.past('the remaining instances run eagerly')}"
     message = (
@@ -277,8 +281,8 @@ def _finding(
         related += (settings.set_here(unspec),)
     elif limit.within(count) or severity is Severity.WARNING:
         related += limit.related
-    if kind == "float" and static is not None and static[0] == "False":
-        related += (settings.compiled_with(static, "dynamic"),)
+    if floats.related is not None:
+        related += (floats.related,)
     fixes: tuple[Fix, ...] = ()
     raise_limit = settings.config_edit(index, sites[0].span.path, "recompile_limit", str(count))
     if severity is Severity.WARNING and count > 0 and raise_limit is not None:

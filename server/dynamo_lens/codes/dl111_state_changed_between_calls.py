@@ -43,10 +43,12 @@ dynamic after one recompile), or set `torch._dynamo.config.allow_unspec_int_on_n
 Measured on 2.13 (`backend="eager"`, 12 calls): with `torch._dynamo.config.allow_unspec_int_on_nn_module = True` in
 force for the compile site, an int set between calls recompiles once and is then dynamic (2 compiles, `info`, the
 setting shown as related information). Compiled with `dynamic=False`, a float set to a new value each call is never
-made dynamic (8 compiles and the limit: warning); compiled with `dynamic=False`, a float changed only under a
-condition (a schedule that stretches a scale a few times) compiles once per value it is set to (measured: 3 compiles
-for two changes: `info`, since how often the condition holds is the program's business); compiled with
-`dynamic=True` it is symbolic from the first call (1 compile: no finding).
+made dynamic (8 compiles and the limit: warning), nor under the project's `automatic_dynamic_shapes = False` (unless
+the site says `dynamic=True`) or `specialize_float = True` (whatever the site says; measured: 8 and the limit);
+compiled with `dynamic=False`, a float changed only under a condition (a schedule that stretches a scale a few
+times) compiles once per value it is set to (measured: 3 compiles for two changes: `info`, since how often the
+condition holds is the program's business); compiled with `dynamic=True` it is symbolic from the first call (1
+compile: no finding).
 
 ## Known limitations
 The receiver is a name bound in the same file to a module instance that is compiled (`torch.compile(model)`,
@@ -176,7 +178,7 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
     name = f"`{candidate.receiver}.{candidate.attr}`"
     sites = (candidate.site,)
     unspec = settings.in_force(index, "allow_unspec_int_on_nn_module", "True", sites) if kind == "int" else None
-    dynamic = settings.compile_option(sites, "dynamic")
+    floats = settings.float_policy(index, sites) if kind == "float" else settings.FloatPolicy()
     limit = settings.recompile_limit(index, sites)
     setting: Related | None = None
     if kind == "int" and candidate.varies and unspec is not None:
@@ -200,24 +202,24 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
             f"{name} ({kind}{setter}) is changed after the compiled module ran, and its code reads it: torch 2.13 "
             "guards it by value, so the next call compiles again (one recompile per distinct value)"
         )
-    elif kind == "float" and dynamic is not None and dynamic[0] == "True":
+    elif kind == "float" and floats.symbolic:
         return  # measured: under dynamic=True the float is symbolic from the first call (1 compile)
-    elif kind == "float" and dynamic is not None and dynamic[0] == "False" and candidate.varies:
+    elif kind == "float" and floats.static and candidate.varies:
         severity = RULE.default_severity
         message = (
             f"{name} (float{setter}) changes between calls of the compiled module, whose code reads it: under "
-            "`dynamic=False` torch 2.13 never makes the float dynamic, so each distinct value compiles once more; "
+            f"{floats.static} torch 2.13 never makes the float dynamic, so each distinct value compiles once more; "
             f"{limit.past('the module runs eagerly')}"
         )
-        setting = settings.compiled_with(dynamic, "dynamic")
-    elif kind == "float" and dynamic is not None and dynamic[0] == "False":
+        setting = floats.related
+    elif kind == "float" and floats.static:
         severity = Severity.INFO
         message = (
             f"{name} (float{setter}) is changed after the compiled module ran, and its code reads it: under "
-            "`dynamic=False` torch 2.13 never makes the float dynamic, so each distinct value it is set to compiles "
+            f"{floats.static} torch 2.13 never makes the float dynamic, so each distinct value it is set to compiles "
             "once more"
         )
-        setting = settings.compiled_with(dynamic, "dynamic")
+        setting = floats.related
     elif kind == "float":
         severity = Severity.INFO
         message = (

@@ -397,6 +397,38 @@ def compile_option(sites: Iterable[CompileSite], key: str) -> tuple[str, Compile
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class FloatPolicy:
+    """What the compiled code of some sites does with a Python float that changes: ``static`` names what keeps it a
+    constant of the graph (each value compiles again), ``symbolic`` says it is dynamic from the first call; neither is
+    torch's default (one recompile, then dynamic)."""
+
+    static: str = ""
+    symbolic: bool = False
+    related: Related | None = None
+    """Where the deciding keyword or setting is written."""
+
+
+def float_policy(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> FloatPolicy:
+    """Measured on 2.13 (a float argument, a float module attribute changed between calls, and one per regionally
+    compiled block, 12 values each): ``specialize_float = True`` keeps it static even under ``dynamic=True`` (8
+    compiles and the limit); ``dynamic=False`` keeps it static; ``dynamic=True`` makes it symbolic (1 compile);
+    ``automatic_dynamic_shapes = False`` keeps it static (8 + limit) unless the site says ``dynamic=True``."""
+    sites = tuple(sites)
+    special = in_force(index, "specialize_float", "True", sites)
+    if special is not None:
+        return FloatPolicy("`specialize_float = True`", related=set_here(special))
+    option = compile_option(sites, "dynamic")
+    if option is not None and option[0] in ("False", "True"):
+        if option[0] == "True":
+            return FloatPolicy(symbolic=True)
+        return FloatPolicy("`dynamic=False`", related=compiled_with(option, "dynamic"))
+    automatic = in_force(index, "automatic_dynamic_shapes", "False", sites)
+    if automatic is not None:
+        return FloatPolicy("`automatic_dynamic_shapes = False`", related=set_here(automatic))
+    return FloatPolicy()
+
+
 def config_edit(index: WorkspaceIndex, path: str, name: str, value: str) -> Edit | None:
     """The edit that sets ``torch._dynamo.config.<name> = <value>`` below the imports of ``path`` (the module level
     of a file runs before any compile it makes or imports), with the name the file imports torch as; None when the
