@@ -256,6 +256,7 @@ CASES = (
     Case("DL210_ok_single_dtype.py", 1),
     Case("DL210_ok_dtype_loop_uncompiled.py", 1),
     Case("DL210_shape_follows_counter_static.py", LIMIT, limit_hit=True),
+    Case("DL210_shape_follows_counter_automatic_dynamic_off.py", LIMIT, limit_hit=True),  # the project's setting
     Case("DL210_ok_shape_follows_counter_default.py", 2),  # automatic dynamic after the second size
     # DL401: hooks added after the compiled code ran are silently skipped
     Case("DL401_submodule_hook_after_call.py", 1, hooks=Hooks.SILENT),

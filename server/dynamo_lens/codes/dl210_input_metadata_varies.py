@@ -7,8 +7,9 @@ Dynamo never makes dynamic:
 * the dtype, in a loop over a literal list or tuple of dtypes (`for dtype in (torch.float32, torch.float16)`, or a
   name bound to one): a tensor cast or made in it (`x.to(dtype)`, `torch.ones(n, dtype=dtype)`, directly or through a
   local assigned in the loop), or the dtype itself;
-* the shape, when the compile site says `dynamic=False`: a tensor made with a size that follows a loop counter
-  (`torch.randn(n, 4)`), or a slice bounded by one (`x[:n]`).
+* the shape, when the compile site says `dynamic=False` or the project sets `automatic_dynamic_shapes = False` (and
+  the site does not say `dynamic=True`): a tensor made with a size that follows a loop counter (`torch.randn(n, 4)`),
+  or a slice bounded by one (`x[:n]`).
 
 And a loop that calls a compiled module and changes `requires_grad` of its parameters between the calls
 (`model.layers[epoch].requires_grad_(False)`, or `p.requires_grad = False` for `p` in `model.block.parameters()`).
@@ -22,7 +23,8 @@ one compile per dtype, each entry reused on later calls with that dtype); past i
 project's when it sets one (`recompile_limit = 10` before the compile: the ten dtypes compile ten times, an info that
 names the limit). Sizes are guarded too;
 by default a second size makes them dynamic (automatic dynamic: 2 compiles, not reported), but `dynamic=False` turns
-that off: twelve sizes compiled eight times and hit the limit (a warning).
+that off: twelve sizes compiled eight times and hit the limit (a warning); so does `automatic_dynamic_shapes = False`
+(8 compiles and the limit; with `dynamic=True` at the site, 1 compile).
 
 Parameters are guarded like inputs, `requires_grad` included ("requires_grad mismatch"). Measured over 10 epochs:
 freezing one more block each epoch (progressive layer freezing) compiled 8 times and hit the limit (warning);
@@ -49,7 +51,8 @@ loop gives each dtype its own cache).
 Only loops over a literal list or tuple of `torch` dtypes (or a name bound to one in the same scope or at module level)
 are followed, and only arguments whose expression (or the local it names) mentions the loop variable. A dtype that
 comes from a parametrized test or a config is not seen. Sizes are followed from loop counters (`range()`, `+=`) into
-`torch.randn/rand/zeros/ones/empty/full` sizes and slice bounds, under a literal `dynamic=False` only.
+`torch.randn/rand/zeros/ones/empty/full` sizes and slice bounds, under a literal `dynamic=False` or the project's
+`automatic_dynamic_shapes = False` only.
 `requires_grad` changes are seen in the loop that calls the compiled module, on an expression rooted at its name;
 a callback or a helper that freezes layers elsewhere is not followed.
 
@@ -65,11 +68,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
+from typing import TYPE_CHECKING
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Related, Severity
+from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.usage import (
@@ -87,6 +91,9 @@ from dynamo_lens.static.semantic.usage import (
     usage,
 )
 from dynamo_lens.torch_facts import TORCH
+
+if TYPE_CHECKING:
+    from dynamo_lens.static.semantic.index import WorkspaceIndex
 
 RULE = Rule(
     code="DL210",
@@ -121,13 +128,16 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
             yield _requires_grad_candidate(ctx, handle_call, change)
         scope, here = scope_key(handle_call.at.scope), position(handle_call.call)
         arguments = (*handle_call.call.args, *(k.value for k in handle_call.call.keywords))
-        if dict(handle_call.handle.site.options).get("dynamic") == "False":
+        dynamic = dict(handle_call.handle.site.options).get("dynamic")
+        if dynamic != "True":
             counters = loop_scalars(loops, partial(table.value_of, scope, before=here))
             ints = {name for name, kind in counters.items() if kind == "int"}
             sized = _sized_by_counter(ctx, table, scope, here, arguments, ints)
-            if sized is not None:
+            if sized is not None and dynamic == "False":
                 yield _shape_candidate(ctx, handle_call, *sized)
                 continue
+            if sized is not None:
+                yield _shape_candidate(ctx, handle_call, *sized, by_setting=True)
         dtype_loops: dict[str, tuple[ast.Name, int]] = {}
         for loop in loops:
             found = _dtype_loop(ctx, loop, partial(table.value_of, scope, before=position(loop)))
@@ -286,12 +296,18 @@ def _sized_by_counter(
     return None
 
 
-def _shape_candidate(ctx: FileContext, handle_call: HandleCall, argument: ast.expr, counter: str) -> UsageCandidate:
+def _shape_candidate(
+    ctx: FileContext, handle_call: HandleCall, argument: ast.expr, counter: str, by_setting: bool = False
+) -> UsageCandidate:
     site = handle_call.handle.site
+    changes = (
+        f"`{ctx.source(argument, 40)}` gives the input a new shape on each iteration (its size follows `{counter}`)"
+    )
+    if by_setting:
+        return ShapeUnderSettings(RULE.code, ctx.span(argument), changes, RULE.default_severity, (site,))
     message = (
-        f"`{ctx.source(argument, 40)}` gives the input a new shape on each iteration (its size follows `{counter}`), "
-        f"and the compile site says `dynamic=False`: {TORCH} guards every input's sizes and then never makes them "
-        f"dynamic, so each shape compiles once; {settings.PAST_LIMIT}"
+        f"{changes}, and the compile site says `dynamic=False`: {TORCH} guards every input's sizes and then never "
+        f"makes them dynamic, so each shape compiles once; {settings.PAST_LIMIT}"
     )
     return UsageCandidate(
         RULE.code,
@@ -303,4 +319,24 @@ def _shape_candidate(ctx: FileContext, handle_call: HandleCall, argument: ast.ex
     )
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge_usage)
+@dataclass(frozen=True, slots=True)
+class ShapeUnderSettings(UsageCandidate):
+    """A shape that follows a loop counter at a site that leaves ``dynamic`` to torch: automatic dynamic makes it
+    symbolic after one recompile (2 compiles, not reported) unless the project sets ``automatic_dynamic_shapes =
+    False`` (measured: 8 compiles and the limit), which the link decides. ``message`` says what changes."""
+
+
+def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
+    if isinstance(candidate, ShapeUnderSettings):
+        static = settings.in_force(index, "automatic_dynamic_shapes", "False", candidate.sites)
+        if static is None:
+            return
+        message = (
+            f"{candidate.message}, and `automatic_dynamic_shapes = False` keeps every size static: {TORCH} guards "
+            f"the input's sizes, so each shape compiles once; {settings.PAST_LIMIT}"
+        )
+        candidate = replace(candidate, message=message, related=(*candidate.related, settings.set_here(static)))
+    yield from judge_usage(candidate, index)
+
+
+CHECK = Check(RULE.code, collect=collect, judge=judge)
