@@ -124,6 +124,9 @@ class Item(Expr):
 
     value: Expr
     index: int = -1
+    key: str = ""
+    """For a subscript by a string literal (``setup["ddp"]``): the key, which picks one value of a dict whose keys
+    are known."""
 
 
 @dataclass(frozen=True, slots=True)

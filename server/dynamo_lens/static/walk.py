@@ -110,6 +110,9 @@ class _Event:
     statement: ast.AST | None = None
     value: ast.AST | None = None
     """For ``write``: the assigned value (lowered into ``ClassSummary.attr_values``)."""
+    unpacked: tuple[ast.AST, int] | None = None
+    """For a ``write`` by tuple assignment (``self.model, self.ref = build()``): the value unpacked and the target's
+    position in it (lowered into ``ClassSummary.attr_values`` as that item)."""
     guarded: bool = False
     eager_only: bool = False
     requires: tuple[tuple[str, str, bool], ...] = ()
@@ -890,14 +893,17 @@ class Walker:
             else:
                 self.visit(target)
 
-    def _store(self, target: ast.AST, value: ast.AST | None, statement: ast.AST) -> None:
+    def _store(
+        self, target: ast.AST, value: ast.AST | None, statement: ast.AST, unpacked: tuple[ast.AST, int] | None = None
+    ) -> None:
         attr = self._self_attr(target)
         if attr is not None:
-            self._write(attr, target, value, statement)
+            self._write(attr, target, value, statement, unpacked)
             return
         if isinstance(target, ast.Tuple | ast.List):
-            for element in target.elts:
-                self._store(element, None, statement)
+            positional = value is not None and not any(isinstance(e, ast.Starred) for e in target.elts)
+            for position, element in enumerate(target.elts):
+                self._store(element, None, statement, (value, position) if positional and value else None)
             return
         if isinstance(target, ast.Starred):
             self._store(target.value, None, statement)
@@ -918,7 +924,14 @@ class Walker:
                 return
         self.visit(target)
 
-    def _write(self, attr: str, target: ast.AST, value: ast.AST | None, statement: ast.AST | None = None) -> None:
+    def _write(
+        self,
+        attr: str,
+        target: ast.AST,
+        value: ast.AST | None,
+        statement: ast.AST | None = None,
+        unpacked: tuple[ast.AST, int] | None = None,
+    ) -> None:
         function = self.function
         if function is None:
             return
@@ -935,7 +948,9 @@ class Walker:
                 detail = "param"  # `def set_k(self, k): self.k = k`: the caller's argument decides the kind
         ctor = value.func if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute) else None
         text = self.ctx.source(value, 40) if value is not None else ""
-        self._event("write", attr, target, value_kind=kind, detail=detail, ctor=ctor, text=text, value=value)
+        self._event(
+            "write", attr, target, value_kind=kind, detail=detail, ctor=ctor, text=text, value=value, unpacked=unpacked
+        )
         if function.is_init and self.cls is not None and attr not in self.cls.init_attrs:
             keys: tuple[str, ...] = ()
             if isinstance(value, ast.Dict):
@@ -1192,6 +1207,12 @@ class Walker:
         attr_values: list[tuple[str, Expr]] = list(self._annotated_attributes(builder))
         for m in builder.methods:
             for e in m.events:
+                if e.unpacked is not None and e.kind == "write":
+                    node, position = e.unpacked
+                    item: Expr = exprs.Item(lowering.value(node, NodeAt(e.node, m.scope, 0, 0, e.branch)), position)
+                    if not exprs.is_trivial(item) and (e.attr, item) not in attr_values:
+                        attr_values.append((e.attr, item))
+                    continue
                 if e.value is None or e.kind not in ("write", "mutate"):
                     continue
                 value = lowering.value(e.value, NodeAt(e.node, m.scope, 0, 0, e.branch))

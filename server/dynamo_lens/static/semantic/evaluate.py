@@ -425,7 +425,7 @@ class Evaluator:
         if isinstance(expr, exprs.Attr):
             return {v for value in self.evaluate(expr.value, path, env) for v in self._attribute_of(value, expr.attr)}
         if isinstance(expr, exprs.Item):
-            return {e for value in self.evaluate(expr.value, path, env) for e in _elements(value, expr.index)}
+            return {e for value in self.evaluate(expr.value, path, env) for e in _elements(value, expr.index, expr.key)}
         if isinstance(expr, exprs.Items):
             positions = tuple(self.evaluate(item, path, env) for item in expr.items)
             elements = frozenset(v for values in positions for v in values)
@@ -860,6 +860,7 @@ def _fresh(values: Iterable[Value], function: FunctionKey) -> set[Value]:
                 frozenset(_fresh(value.elements, function)),
                 value.sequential,
                 tuple(frozenset(_fresh(position, function)) for position in value.positions),
+                value.keys,
             )
         found.add(value)
     return found
@@ -888,10 +889,14 @@ def _element_at(container: Container, key: Expr) -> Iterable[Value]:
     return container.elements
 
 
-def _elements(value: Value, index: int = -1) -> Iterable[Value]:
+def _elements(value: Value, index: int = -1, key: str = "") -> Iterable[Value]:
+    """The elements of ``value`` at ``index`` (a position of a display), under ``key`` (a dict's string key), else
+    all of them."""
     if isinstance(value, Container):
         if 0 <= index < len(value.positions):
             return value.positions[index]
+        if key and key in value.keys:
+            return value.positions[value.keys.index(key)]
         return value.elements
     return UNKNOWN_VALUES
 

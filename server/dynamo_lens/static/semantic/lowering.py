@@ -201,7 +201,10 @@ class Lowering:
             return self._call(node, at, env, depth)
         if isinstance(node, ast.Subscript):
             value = self._lower(node.value, at, env, depth)
-            return value if isinstance(node.slice, ast.Slice) else exprs.Item(value)
+            if isinstance(node.slice, ast.Slice):
+                return value
+            key = node.slice.value if isinstance(node.slice, ast.Constant) else None
+            return exprs.Item(value, key=key) if isinstance(key, str) else exprs.Item(value)
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             return exprs.Items(tuple(self._display_item(e, at, env, depth) for e in node.elts[:MAX_OPTIONS]))
         if isinstance(node, ast.Dict):
