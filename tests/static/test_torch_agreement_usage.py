@@ -222,6 +222,8 @@ CASES = (
     Case("DL208_registry_of_compiled_modules.py", 2),  # dict.get returns the compiled module; keys() runs none
     Case("DL208_ok_two_objects_of_one_helper.py", 1),  # one helper, two compiled objects, one mode each
     Case("DL208_ok_factory_method_builds_each_module.py", 1),  # config.build() makes a new module per call
+    Case("DL208_ok_helper_compiles_teacher_and_student.py", 1),  # two classes: one forward, one mode each
+    Case("DL208_helper_compiles_two_modules_of_one_class.py", 2),  # one class: its forward sees both modes
     Case("DL208_ok_dict_key_picks_eager_model.py", 1),  # runs["eager"] is the uncompiled model
     Case("DL208_models_unpacked_into_attributes.py", 2),  # self.policy, self.reference = self._set_up()
     Case("DL208_rebound_training_script.py", 4),  # train, eval + no_grad, then the float temperature: bounded

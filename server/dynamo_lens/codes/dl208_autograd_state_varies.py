@@ -14,8 +14,10 @@ Grad mode is part of Dynamo's global-state guard. A call in another mode fails i
 grad_mode`) and compiles a second entry. Measured on torch 2.13 (`backend="eager"`, 12 calls alternating): 2
 compiles for `no_grad`/grad, 2 for `inference_mode`/normal, 2 for inputs alternating `requires_grad=True/False`
 (`TENSOR_MATCH`), and 2 when an inference tensor is passed to a function compiled for normal tensors. Each state gets
-one entry that is then reused, so the cost is bounded and the finding is `info`. The failing guards carry no source
-line; this finding names the call whose context differs.
+one entry that is then reused, so the cost is bounded and the finding is `info`. Only calls that run the same code
+share entries: a teacher and a student of two classes, compiled by one helper, compile one `forward` each whatever
+their modes (2 compiles with the teacher under `no_grad` or not); of one class, 2 against 1. The failing guards
+carry no source line; this finding names the call whose context differs.
 
 ## Example
 ```python
@@ -31,20 +33,21 @@ Nothing is wrong with one entry per mode. To avoid compiling evaluation at all, 
 to share one entry, evaluate under the same grad mode.
 
 ## Known limitations
-The grad mode of a call is the one its own function sets (a `with` block around it, a decorator of the function, or
-a `@contextlib.contextmanager` method of its class that enters a grad-mode context before it yields), else the one
-every caller of the function sets, followed up to four levels of callers (a test calling a scoring helper calling
-the model; a closure a function returns is called through the parameter it is passed to, in its file: a benchmark's
-timing helper); a helper with one caller in grad mode, or reached only deeper, counts as running with grad enabled.
-Calling an object runs its `forward` (or `__call__`): a task that calls its compiled model there runs it in the mode
-of the task's caller. A `forward` that picks its compiled path by `self.training` is followed down both paths, so a
-call in eval mode may be said to run the training path's entry. Inputs with differing `requires_grad` are detected
-where a loop around the call sets `requires_grad` (`x.requires_grad_(flag)`, `x.requires_grad = flag`,
-`model.requires_grad_(flag)` on the compiled module) to a value that can change between iterations; elsewhere they
-are not. A helper that compiles what it is given (`update = compile_with_warmup(update)`, `score =
-compile_with_warmup(scorer)`) makes one compiled object per call: calls of two such variables of one function are
-not compared. A script's `main()` called at module level is not a call in grad mode: the calls inside it are judged
-each in its own mode.
+The grad mode of a call is the one its own function sets (a `with` block around it, a decorator of the function, or a
+`@contextlib.contextmanager` method of its class that enters a grad-mode context before it yields), else the one every
+caller of the function sets, followed up to four levels of callers (a test calling a scoring helper calling the model; a
+closure a function returns is called through the parameter it is passed to, in its file: a benchmark's timing helper); a
+helper with one caller in grad mode, or reached only deeper, counts as running with grad enabled. Calling an object runs
+its `forward` (or `__call__`): a task that calls its compiled model there runs it in the mode of the task's caller. A
+`forward` that picks its compiled path by `self.training` is followed down both paths, so a call in eval mode may be
+said to run the training path's entry. Inputs with differing `requires_grad` are detected where a loop around the call
+sets `requires_grad` (`x.requires_grad_(flag)`, `x.requires_grad = flag`, `model.requires_grad_(flag)` on the compiled
+module) to a value that can change between iterations; elsewhere they are not. A helper that compiles what it is given
+(`update = compile_with_warmup(update)`, `score = compile_with_warmup(scorer)`) makes one compiled object per call:
+calls of two such variables of one function are not compared, nor calls of wrappers of workspace modules whose classes
+take `forward` from different classes. When what a wrapper wraps is not known (a module built by another library, a
+helper that takes `*args`), its calls are compared with every other call of the site. A script's `main()` called at
+module level is not a call in grad mode: the calls inside it are judged each in its own mode.
 
 ## Fix safety
 No fix is offered.
@@ -64,7 +67,7 @@ from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic.contexts import GRAD, VARIES
-from dynamo_lens.static.semantic.evaluate import FunctionValue
+from dynamo_lens.static.semantic.evaluate import FunctionValue, Instance, Slot, Wrapper
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.program import (
     PlacedCall,
@@ -101,7 +104,7 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
                     contexts.setdefault((site, placed.path), []).append(placed)
     if not contexts:
         return
-    modes = {key: {p.call.grad for p in found} for key, found in contexts.items()}
+    grad_calls: dict[tuple[CompileSite, str], list[PlacedCall]] = {}
     grad_functions: dict[tuple[CompileSite, str], set[str]] = {}
     for path in sorted({path for _, path in contexts}):
         # the program around the calls: their file (validation beside the training loop), and the files that call
@@ -119,16 +122,63 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
                 ]
                 if sites and (placed.call.grad == GRAD or not _inherits_mode(index, placed)):
                     for site in sites:
-                        modes[(site, path)].add(GRAD)
+                        grad_calls.setdefault((site, path), []).append(placed)
                         grad_functions.setdefault((site, path), set()).add(placed.function)
-    for key, found in contexts.items():
-        if len(modes[key]) < 2 and VARIES not in modes[key]:
-            continue
+    for (site, path), found in contexts.items():
         by_mode: dict[str, list[PlacedCall]] = {}
-        for placed in found:
-            by_mode.setdefault(placed.call.grad, []).append(placed)
-        for same in by_mode.values():
-            yield _finding(index, key[0], _representative(same, grad_functions.get(key, set())), same, modes[key])
+        for placed in (*found, *grad_calls.get((site, path), ())):
+            by_mode.setdefault(placed.call.grad or GRAD, []).append(placed)
+        for mode, same in by_mode.items():
+            if mode == GRAD:
+                continue
+            others = [other for other_mode, calls in by_mode.items() if other_mode != mode for other in calls]
+            sharing = [p for p in same if mode == VARIES or _shares_code(index, site, p, others)]
+            if sharing:
+                modes = {mode} | {
+                    other.call.grad or GRAD for other in others if _shares_code(index, site, other, sharing)
+                }
+                yield _finding(
+                    index, site, _representative(sharing, grad_functions.get((site, path), set())), sharing, modes
+                )
+
+
+def _shares_code(index: WorkspaceIndex, site: CompileSite, placed: PlacedCall, others: list[PlacedCall]) -> bool:
+    """Some call of ``others`` may run the compiled code ``placed`` runs. A wrapper ``torch.compile(...)`` returned
+    compiles the ``forward`` of the module it wraps: a helper that compiles both a teacher and a student makes two
+    codes, each compiled once for its own grad mode (measured: 2 compiles whether the teacher runs under
+    ``no_grad`` or not; 2 against 1 when both are one class). Calls whose code is not known share it."""
+    code = _wrapped_code(index, site, placed)
+    if not others:
+        return False
+    return code is None or any(
+        (other_code := _wrapped_code(index, site, other)) is None or code & other_code for other in others
+    )
+
+
+def _wrapped_code(index: WorkspaceIndex, site: CompileSite, placed: PlacedCall) -> frozenset[object] | None:
+    """What a call of the site's wrapper runs: the methods its wrapped workspace modules (or functions) define
+    ``forward`` (or ``__call__``) in, or None when the call is not of the wrapper or what it wraps is not known."""
+
+    def compute() -> frozenset[object] | None:
+        values = index.evaluator.evaluate(placed.call.func, placed.path)
+        if Wrapper(site.span.path, site.span.line, site.span.column) not in values:
+            return None
+        found: set[object] = set()
+        for value in values:
+            if isinstance(value, Slot | Wrapper):
+                continue
+            if isinstance(value, FunctionValue):
+                found.add(value.key)
+                continue
+            if not isinstance(value, Instance):
+                return None
+            method = index.find_method(value.cls, "forward" if index.is_module_class(value.cls) else "__call__")
+            if method is None:
+                return None  # defined outside the workspace: another class may share it
+            found.add((method[0], method[1].name))
+        return frozenset(found) or None
+
+    return index.memo(("DL208.code", site, placed.path, placed.call.span), compute)
 
 
 def _runs_own_entry_point(index: WorkspaceIndex, placed: PlacedCall) -> bool:
