@@ -175,6 +175,8 @@ CASES = (
     Case("DL203_int_arg_automatic_dynamic_off.py", LIMIT, limit_hit=True),  # the project's setting keeps it static
     Case("DL203_float_arg_specialized.py", LIMIT, limit_hit=True),  # specialize_float = True
     Case("DL203_float_arg_specialized_despite_dynamic.py", LIMIT, limit_hit=True),  # dynamic=True does not help
+    Case("DL203_int_arg_specialized.py", LIMIT, limit_hit=True),  # specialize_int = True
+    Case("DL203_int_arg_specialized_despite_dynamic.py", LIMIT, limit_hit=True),  # nor for an int
     Case("DL203_ok_int_arg_dynamic_by_default.py", 1),  # assume_static_by_default = False: symbolic at once
     Case("DL203_range_bound.py", LIMIT, limit_hit=True),
     Case("DL203_str_arg.py", LIMIT, limit_hit=True),

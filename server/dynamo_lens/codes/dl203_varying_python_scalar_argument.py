@@ -30,7 +30,8 @@ Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATC
 * the project's settings, where every program that runs the site makes them first:
   `torch._dynamo.config.automatic_dynamic_shapes = False` keeps ints and floats static (8 compiles, then the limit;
   `dynamic=True` at the site still makes them symbolic: 1 compile); `specialize_float = True` keeps a float static
-  even under `dynamic=True` (8 + limit); `assume_static_by_default = False` makes an int symbolic from the first call
+  even under `dynamic=True` (8 + limit), and `specialize_int = True` an int (8 + limit, with or without
+  `dynamic=True`); `assume_static_by_default = False` makes an int symbolic from the first call
   (1 compile, no finding). The message names the setting and where it is made.
 * different literals at different calls: a bool left at its default `True` once and passed `False` in the loop
   compiled 2 entries; three int literals under `dynamic=False` compiled 3; a literal that differs only for a
@@ -171,9 +172,9 @@ def _candidate(
             f"guards strings by value and never makes them dynamic, so each value compiles again; {settings.PAST_LIMIT}"
         )
         severity = RULE.default_severity
-    elif dynamic == "True" and kind == "float":
-        # symbolic from the first call, unless the project specialises floats (decided when linked)
-        changes = f"{text} changes the float {label} of compiled `{callee}` on every iteration"
+    elif dynamic == "True" and kind in ("float", "int"):
+        # symbolic from the first call, unless the project specialises such numbers (decided when linked)
+        changes = f"{text} changes the {kind} {label} of compiled `{callee}` on every iteration"
         return VaryingNumber(
             RULE.code,
             ctx.span(argument),
@@ -184,8 +185,6 @@ def _candidate(
             changes=changes,
             dynamic_site=True,
         )
-    elif dynamic == "True":
-        return None  # symbolic from the first call
     elif _ranges_over(definition, param):
         message = (
             f"{text} changes {label} of compiled `{callee}` on every iteration, and `{param}` is a `range()` bound "
@@ -221,17 +220,24 @@ class VaryingNumber(UsageCandidate):
     changes: str = ""
     """The message's first part: which argument changes (the cost follows)."""
     dynamic_site: bool = False
-    """The site says ``dynamic=True``: only a setting that keeps floats static leaves a cost."""
+    """The site says ``dynamic=True``: only a setting that specialises the number's kind leaves a cost."""
 
 
-STATIC_SETTINGS = (("automatic_dynamic_shapes", "False", ("int", "float")), ("specialize_float", "True", ("float",)))
+STATIC_SETTINGS = (
+    ("automatic_dynamic_shapes", "False", ("int", "float")),
+    ("specialize_float", "True", ("float",)),
+    ("specialize_int", "True", ("int",)),
+)
 """Settings that keep a changing number static (measured on 2.13, 12 values: 8 compiles, then the limit).
-``dynamic=True`` at the site overrides the first (1 compile), not the second (8 compiles and the limit)."""
+``dynamic=True`` at the site overrides the first (1 compile), not the others (8 compiles and the limit)."""
+SPECIALIZING = frozenset({"specialize_float", "specialize_int"})
+"""The settings ``dynamic=True`` does not override: no ``dynamic=True`` fix is offered under them."""
 
 
 def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
     """:func:`judge_usage`, after the project's settings decide what a changing number costs: one compile per value
-    under ``automatic_dynamic_shapes = False`` (or ``specialize_float = True`` for a float), none beyond the first
+    under ``automatic_dynamic_shapes = False`` (or ``specialize_float = True`` for a float, ``specialize_int =
+    True`` for an int), none beyond the first
     under ``assume_static_by_default = False`` for an int (measured: 1 compile)."""
     if isinstance(candidate, VaryingNumber):
         for name, value, kinds in STATIC_SETTINGS[1:] if candidate.dynamic_site else STATIC_SETTINGS:
@@ -242,8 +248,8 @@ def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]
                     f"{settings.PAST_LIMIT}"
                 )
                 related = (*candidate.related, settings.set_here(static))
-                # `dynamic=True` does not make a specialised float dynamic
-                fixes = () if name == "specialize_float" else candidate.fixes
+                # `dynamic=True` does not make a specialised number dynamic
+                fixes = () if name in SPECIALIZING else candidate.fixes
                 candidate = replace(
                     candidate, message=message, severity=RULE.default_severity, related=related, fixes=fixes
                 )
