@@ -104,6 +104,9 @@ CASES = (
     Case("DL107_flag_from_config_field.py", 2),  # `config.moe is not None`, the config built per layer in a loop
     Case("DL107_choice_through_loop_local.py", 2),  # `attention = ... if is_full else None`, then the constructor
     Case("DL107_window_in_submodule.py", 2),  # a window or None per layer, read by the layers' attention
+    Case("DL107_layer_width_per_block.py", LIMIT, limit_hit=True),  # parameter shapes per block stay static
+    Case("DL107_layer_width_four_stages.py", 4),  # four widths: one entry each, bounded
+    Case("DL107_ok_layer_width_whole_model.py", 1),  # inlined into one frame: one graph for every width
     Case("DL107_layer_index_unspec_flag.py", 2),  # allow_unspec_int_on_nn_module: dynamic after one recompile
     Case("DL107_ok_whole_model.py", 1),  # inlined into one frame: the values are constants of one graph
     Case("DL107_ok_index_unread.py", 1),  # not read by the compiled code: not guarded

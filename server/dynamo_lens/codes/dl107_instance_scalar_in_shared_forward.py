@@ -6,7 +6,9 @@ between the instances of a class that are compiled one by one: regional compilat
 (`for block in model.blocks: block.compile()`, `model.layers[i] = torch.compile(layer)`, an `isinstance` filter
 over `model.modules()`) whose constructor stored a per-layer value: `Block(cfg, layer_idx=i)` in a loop over
 `range()`, `Block(is_first=i == 0)`, `Attention(window if i % 2 == 0 else None)` inside each layer, or
-`Block(modulation=True)` in one stack and `Block(modulation=False)` in another.
+`Block(modulation=True)` in one stack and `Block(modulation=False)` in another. Also flags a `torch.nn` layer that
+such a constructor argument sizes (`self.up = nn.Linear(32, width)` with `Block(16 * (i + 1))`), at its first call in
+the compiled `forward`.
 
 ## Why it matters
 All the instances share one `forward` code object, and Dynamo keeps one cache of compiled entries per code object.
@@ -27,6 +29,11 @@ block (`Block(1.0 / (i + 1))`) recompiles once and is then dynamic (2 compiles, 
 with `dynamic=False` or the project sets `automatic_dynamic_shapes = False` or `specialize_float = True`: then one
 entry per value, and 12 blocks hit the limit (8 compiles, warning). Compiled with `dynamic=True` (and floats not
 specialised) the float is symbolic from the first call: no finding.
+
+The parameters of the layers an instance holds are guarded too, by shape, and their shapes stay static: twelve blocks
+whose `nn.Linear` layers take the block's width compiled 8 times and hit the limit, whether the site says
+`dynamic=True`, `dynamic=False` or nothing and with `force_parameter_static_shapes = False` (warning); four widths
+compiled 4 times (info); the twelve compiled as one model, once.
 
 ## Example
 ```python
@@ -52,17 +59,19 @@ as an argument, compile the whole model instead of each block, or set
 is small and known, raise `torch._dynamo.config.recompile_limit` above it.
 
 ## Known limitations
-An attribute counts when `__init__` stores a constructor parameter in it directly (`self.layer_idx = layer_idx`) or
-a bool computed from one (`self.is_first = layer_idx == 0`), and the constructions the workspace makes pass that
-parameter a loop counter (or an expression of it, or one of two values picked by it), or different `bool`/`str`
-literals at different places. A loop's own names count as the counter does: `is_full = (i + 1) % 4 == 0`, `attention
-= cfg if is_full else None`, or a name bound in both arms of `if i < n_dense:`. For a layer built from a config
-object whose `build()` makes the class around it (torchtitan's `Block.Config(moe=...)`, linked by
-`__init_subclass__`), the config's field is read as `__init__` reads it (`self.moe_enabled = config.moe is not
-None`). Only compile sites that sit in a loop are taken as compiling instances (or the layers holding them) one by
-one: a loop that compiles several whole models would be taken the same way. A read that runs only under a condition
-is a hint. The number of values is stated when the loop runs over a literal `range()`. A value that reaches the
-constructor through a helper's parameter (`_make_attention(layer_id)`) is not followed.
+An attribute counts when `__init__` stores a constructor parameter in it directly (`self.layer_idx = layer_idx`) or a
+bool computed from one (`self.is_first = layer_idx == 0`), and the constructions the workspace makes pass that parameter
+a loop counter (or an expression of it, or one of two values picked by it), or different `bool`/`str` literals at
+different places. A loop's own names count as the counter does: `is_full = (i + 1) % 4 == 0`, `attention = cfg if
+is_full else None`, or a name bound in both arms of `if i < n_dense:`. For a layer built from a config object whose
+`build()` makes the class around it (torchtitan's `Block.Config(moe=...)`, linked by `__init_subclass__`), the config's
+field is read as `__init__` reads it (`self.moe_enabled = config.moe is not None`). Only compile sites that sit in a
+loop are taken as compiling instances (or the layers holding them) one by one: a loop that compiles several whole models
+would be taken the same way. A read that runs only under a condition is a hint. The number of values is stated when the
+loop runs over a literal `range()`. A layer counts as sized by a parameter when `__init__` builds one of the `torch.nn`
+layers with weights (`Linear`, `Conv*`, `*Norm`, `Embedding`, ...) with the parameter among the arguments; custom layers
+and sizes computed elsewhere are not followed. A value that reaches the constructor through a helper's parameter
+(`_make_attention(layer_id)`) is not followed.
 
 ## Fix safety
 Where the value should live depends on how the layer uses it, so no fix moves it. When a literal `range(N)` with N past
@@ -143,10 +152,18 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
         sites = _sites(index, cls, values)
         if not sites:
             continue
+        sized: list[AttrInit] = []
         for init, kind in _attributes(index, cls, param, values):
+            if kind == SHAPE:
+                sized.append(init)  # one finding for all the layers the parameter sizes
+                continue
             finding = _finding(index, cls, init, kind, values, sites)
             if finding is not None:
                 yield finding
+        if sized:
+            shape_finding = _shape_finding(index, cls, param, sized, values, sites)
+            if shape_finding is not None:
+                yield shape_finding
 
 
 def _sites(index: WorkspaceIndex, cls: ClassKey, values: _Values) -> tuple[CompileSite, ...]:
@@ -203,17 +220,38 @@ def _parameters(index: WorkspaceIndex) -> dict[tuple[ClassKey, str], _Values]:
     return found
 
 
+SIZED_LAYERS = frozenset(
+    {"Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+     "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Embedding", "EmbeddingBag",
+     "MultiheadAttention", "PReLU"}
+)  # fmt: skip
+"""``torch.nn`` layers whose constructor's int arguments size their parameters."""
+SHAPE = "shape"
+"""The kind of a submodule whose parameters an int constructor argument sizes (``nn.Linear(32, width)``)."""
+
+
 def _attributes(index: WorkspaceIndex, cls: ClassKey, param: str, values: _Values) -> Iterator[tuple[AttrInit, str]]:
-    """The attributes ``__init__`` sets from ``param``, with their kind: the parameter itself, or a bool computed
-    from it."""
+    """The attributes ``__init__`` sets from ``param``, with their kind: the parameter itself, a bool computed from
+    it, or a ``torch.nn`` layer it sizes (an int passed to ``nn.Linear``: the layer's parameters take its shape)."""
     summary = index.class_summary(cls)
     for init in summary.init_attrs if summary is not None else ():
+        mentioned = re.search(rf"\b{re.escape(param)}\b", init.value_text) is not None
         if init.value_text == param:
             kinds = values.kinds
             if len(kinds) == 1:
                 yield init, next(iter(kinds))
-        elif init.kind == "bool" and re.search(rf"\b{re.escape(param)}\b", init.value_text):
+        elif init.kind == "bool" and mentioned:
             yield init, "bool"
+        elif mentioned and values.kinds == {"int"} and _sized_layer(init):
+            yield init, SHAPE
+
+
+def _sized_layer(init: AttrInit) -> bool:
+    """``init`` builds a ``torch.nn`` layer whose parameters its arguments size (and nothing else)."""
+    if len(init.constructors) != 1:
+        return False
+    dotted = init.constructors[0].dotted
+    return dotted.startswith("torch.nn.") and dotted.rpartition(".")[2] in SIZED_LAYERS
 
 
 def _reads(index: WorkspaceIndex, cls: ClassKey, attr: str, sites: tuple[CompileSite, ...]) -> list[StateEvent]:
@@ -297,6 +335,64 @@ def _finding(
         related=related,
         fixes=fixes,
         data={"attribute": init.name, "class": cls[1], "kind": kind, "values": count or "unknown"},
+    )
+
+
+def _shape_finding(
+    index: WorkspaceIndex,
+    cls: ClassKey,
+    param: str,
+    sized: list[AttrInit],
+    values: _Values,
+    sites: tuple[CompileSite, ...],
+) -> Finding | None:
+    """Layers sized by a per-instance int, at the first call of one of them in compiled code: Dynamo guards the
+    shapes of the parameters the compiled code uses and keeps them static whatever ``dynamic=`` or
+    ``force_parameter_static_shapes`` say (measured on 2.13: twelve widths, 8 compiles and the limit under each;
+    four widths, 4 compiles)."""
+    used = [(read, init) for init in sized for read in _reads(index, cls, init.name, sites)]
+    if not used:
+        return None  # not called by compiled code: its parameters are not guarded there
+    read, _ = min(used, key=lambda pair: (pair[0].guarded, pair[0].span.line, pair[0].span.column))
+    layers = list(dict.fromkeys(f"`self.{init.name}`" for _, init in used))
+    class_name = cls[1].rpartition(".")[2]
+    count = values.count
+    limit = settings.recompile_limit(index, sites)
+    if count > 0 and limit.allows(count):
+        severity, cost = Severity.INFO, f"one entry per size ({count} compiles in all){limit.within(count)}"
+    else:
+        severity = Severity.WARNING
+        cost = f"one entry per size (parameter shapes stay static); {limit.past('the remaining instances run eagerly')}"
+    message = (
+        f"{' and '.join(layers)} {'is' if len(layers) == 1 else 'are'} sized by `{param}`, which differs between the "
+        f"`{class_name}` instances compiled one by one (they share this `forward`): {TORCH} guards the shapes of "
+        f"their parameters, so each instance with another size compiles its own entry of the same frame: {cost}"
+    )
+    if read.guarded:
+        severity, message = Severity.HINT, message + " (a hint: this call runs only under a condition)"
+    related = tuple(
+        Related(a.span, f"built with `{a.text}`" + (" for each value of the loop counter" if not a.literal else ""))
+        for a in values.shown()
+    )
+    related += tuple(
+        Related(init.span, f"`self.{init.name} = {init.value_text}` in `__init__`")
+        for init in dict.fromkeys(init for _, init in used)
+    )
+    if limit.within(count) or severity is Severity.WARNING:
+        related += limit.related
+    fixes: tuple[Fix, ...] = ()
+    raise_limit = settings.config_edit(index, sites[0].span.path, "recompile_limit", str(count))
+    if severity is Severity.WARNING and count > 0 and raise_limit is not None:
+        fixes = (Fix(f"Raise recompile_limit to {count}, one entry per size", (raise_limit,)),)
+    return index.finding(
+        RULE,
+        read.span,
+        message,
+        sites,
+        severity=severity,
+        related=related,
+        fixes=fixes,
+        data={"attribute": param, "class": cls[1], "kind": SHAPE, "values": count or "unknown"},
     )
 
 
