@@ -96,6 +96,52 @@ def test_raising_the_limit_leaves_the_bounded_cost() -> None:
     assert not rescanned.fixes
 
 
+HOOKED = (
+    "DL401_submodule_hook_after_call.py",
+    "DL401_hook_loop_modules.py",
+    "DL401_module_in_compiled_fn.py",
+    "DL401_backward_hook_in_loop.py",
+    "DL401_top_level_torch_nn.py",
+    "DL401_hook_comprehension.py",
+    "DL401_hook_added_by_helper.py",
+)
+GUARD_HOOKS = "Guard module hooks (skip_nnmodule_hook_guards = False)"
+
+
+@pytest.mark.parametrize("name", HOOKED)
+def test_guarding_hooks_leaves_the_bounded_cost(name: str) -> None:
+    """DL401's fix turns the hook guards on: on re-scan the finding is an info that names the setting (one recompile,
+    the hooks run)."""
+    text = fixed_text(name, "DL401", GUARD_HOOKS)
+    assert "torch._dynamo.config.skip_nnmodule_hook_guards = False\n" in text
+    (rescanned,) = findings(name, text, "DL401")
+    assert rescanned.severity.value == "info"
+    assert "the next call recompiles (one more entry) and runs the hooks" in rescanned.message
+    assert any(r.message == "`skip_nnmodule_hook_guards` is set here" for r in rescanned.related)
+    assert not rescanned.fixes
+
+
+@pytest.mark.slow
+def test_torch_runs_the_hooks_once_they_are_guarded(tmp_path: Path) -> None:
+    """What the re-scan says, measured: each fixed program compiles twice and its hooks fire as often as in eager."""
+    scripts = []
+    for name in HOOKED:
+        script = tmp_path / name
+        script.write_text(fixed_text(name, "DL401", GUARD_HOOKS), encoding="utf-8")
+        scripts.append(script)
+    done = subprocess.run(
+        [sys.executable, str(PROBE), *map(str, scripts)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = json.loads(done.stdout)
+    for name, script in zip(HOOKED, scripts, strict=True):
+        seen = results[str(script)]
+        assert seen["error"] is None, (name, seen["error"])
+        assert max(seen["compiles"].values()) == 2, (name, seen["compiles"])
+        assert not seen["limit_hits"], name
+        assert seen["hits"] == seen["eager_hits"] > 0, (name, seen["hits"], seen["eager_hits"])
+
+
 @pytest.mark.slow
 def test_torch_compiles_the_fixed_programs_less(tmp_path: Path) -> None:
     scripts = []

@@ -23,6 +23,10 @@ silently differs from eager. Measured on torch 2.13 (`backend="eager"`, a hook c
   outside the compiled frame); adding a second hook to a module that already had one (the non-empty dict is
   guarded: one recompile); `nn.Sequential(...).compile()`, whose calls were not compiled at all.
 
+Under `torch._dynamo.config.skip_nnmodule_hook_guards = False` the hook dicts are guarded: in each of the cases
+above the next call recompiled once (2 compiles) and the hooks fired as often as in eager. A project that sets it
+gets an `info` that names the setting.
+
 ## Example
 ```python
 compiled = torch.compile(model)
@@ -41,7 +45,10 @@ or function earlier in the same function, or an enclosing loop that calls it. Ho
 functions are followed one level deep, for module-level functions of the same file; helpers in other files are not.
 
 ## Fix safety
-No automatic fix: moving a hook registration changes which calls it observes.
+The fix "Guard module hooks" sets `torch._dynamo.config.skip_nnmodule_hook_guards = False` below the imports of the
+compile site's file. It is unsafe: every compiled module then checks its hook dicts on every call (more guard work),
+and each later hook registration costs one recompile. Moving a hook registration is not offered: it changes which
+calls the hook observes.
 
 ## References
 - `torch/_dynamo/config.py`: `skip_nnmodule_hook_guards`
@@ -52,11 +59,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Related, Severity
+from dynamo_lens.model import Finding, Fix, Related, Severity
 from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.usage import (
     HandleCall,
     Usage,
@@ -69,6 +78,9 @@ from dynamo_lens.static.semantic.usage import (
     usage,
 )
 from dynamo_lens.torch_facts import TORCH
+
+if TYPE_CHECKING:
+    from dynamo_lens.static.semantic.index import WorkspaceIndex
 
 RULE = Rule(
     code="DL401",
@@ -106,16 +118,60 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         earlier = table.ran_before(set(reach.sites), at)
         if earlier is None:
             continue
-        message = f"`{func.attr}` on `{ctx.source(func.value, 40)}` {_never_called(earlier, 'this hook')}"
-        yield after_compiled_run(ctx, RULE, call, message, reach, earlier)
+        registers = f"`{func.attr}` on `{ctx.source(func.value, 40)}`"
+        yield _skipped(after_compiled_run(ctx, RULE, call, "", reach, earlier), registers, earlier, "this hook")
 
 
-def _never_called(earlier: HandleCall, hooks: str) -> str:
-    return (
-        f"after compiled `{earlier.handle.name}` already ran: {TORCH} does not guard hook dicts that were empty when "
-        f"it compiled (`skip_nnmodule_hook_guards`), so the compiled code never calls {hooks}: no recompile, no "
-        "error, and results silently differ from eager"
+@dataclass(frozen=True, slots=True)
+class SkippedHooks(UsageCandidate):
+    """Hooks registered after compiled code ran: what the project's ``skip_nnmodule_hook_guards`` makes of them is
+    decided when the workspace is linked. ``registers`` says what registers them, ``ran`` names the compiled callable
+    that ran first."""
+
+    registers: str = ""
+    ran: str = ""
+
+
+def _skipped(found: UsageCandidate, registers: str, earlier: HandleCall, hooks: str) -> SkippedHooks:
+    message = (
+        f"{registers} after compiled `{earlier.handle.name}` already ran: {TORCH} does not guard hook dicts that were "
+        f"empty when it compiled (`skip_nnmodule_hook_guards`), so the compiled code never calls {hooks}: no "
+        "recompile, no error, and results silently differ from eager"
     )
+    return SkippedHooks(
+        found.code,
+        found.span,
+        message,
+        found.severity,
+        found.sites,
+        related=found.related,
+        registers=registers,
+        ran=earlier.handle.name,
+    )
+
+
+GUARD_HOOKS = "Guard module hooks (skip_nnmodule_hook_guards = False)"
+
+
+def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
+    """Under ``skip_nnmodule_hook_guards = False`` the hook dicts are guarded: the next call recompiles and runs the
+    hooks (measured: 2 compiles, the hooks fire as often as in eager), a bounded cost; otherwise the finding offers
+    that setting."""
+    if isinstance(candidate, SkippedHooks):
+        guarded = settings.in_force(index, "skip_nnmodule_hook_guards", "False", candidate.sites)
+        if guarded is not None:
+            message = (
+                f"{candidate.registers} after compiled `{candidate.ran}` already ran, and the project sets "
+                f"`skip_nnmodule_hook_guards = False`: {TORCH} guards the modules' hook dicts, so the next call "
+                "recompiles (one more entry) and runs the hooks"
+            )
+            related = (*candidate.related, settings.set_here(guarded))
+            candidate = replace(candidate, message=message, severity=Severity.INFO, related=related)
+        else:
+            edit = settings.config_edit(index, candidate.sites[0].span.path, "skip_nnmodule_hook_guards", "False")
+            if edit is not None:
+                candidate = replace(candidate, fixes=(Fix(GUARD_HOOKS, (edit,)),))
+    yield from judge_usage(candidate, index)
 
 
 def _through_helper(table: Usage, at: NodeAt, func: ast.Attribute) -> Iterator[UsageCandidate]:
@@ -147,12 +203,13 @@ def _through_helper(table: Usage, at: NodeAt, func: ast.Attribute) -> Iterator[U
         earlier = table.ran_before(set(reach.sites), call_at) if reach is not None else None
         if reach is None or earlier is None:
             continue
-        message = (
+        registers = (
             f"`{node.name}(...)` registers `{func.attr}` on submodules of `{ctx.source(argument, 30)}` (line "
-            f"{func.lineno}) {_never_called(earlier, 'these hooks')}"
+            f"{func.lineno})"
         )
-        found = after_compiled_run(ctx, RULE, call, message, reach, earlier)
-        yield replace(found, related=(*found.related, Related(ctx.span(func), "the hook is registered here")))
+        found = after_compiled_run(ctx, RULE, call, "", reach, earlier)
+        found = replace(found, related=(*found.related, Related(ctx.span(func), "the hook is registered here")))
+        yield _skipped(found, registers, earlier, "these hooks")
 
 
 def _submodule_param(table: Usage, at: NodeAt, receiver: ast.expr, params: frozenset[str]) -> str | None:
@@ -173,4 +230,4 @@ def _submodule_param(table: Usage, at: NodeAt, receiver: ast.expr, params: froze
     return None
 
 
-CHECK = Check(RULE.code, collect=collect, judge=judge_usage)
+CHECK = Check(RULE.code, collect=collect, judge=judge)
