@@ -181,6 +181,7 @@ CASES = (
     Case("DL203_int_arg_specialized.py", LIMIT, limit_hit=True),  # specialize_int = True
     Case("DL203_int_arg_specialized_despite_dynamic.py", LIMIT, limit_hit=True),  # nor for an int
     Case("DL203_ok_int_arg_dynamic_by_default.py", 1),  # assume_static_by_default = False: symbolic at once
+    Case("DL203_ok_sweep_under_force_eager.py", 1),  # the sweep runs eagerly under set_stance("force_eager")
     Case("DL203_range_bound.py", LIMIT, limit_hit=True),
     Case("DL203_str_arg.py", LIMIT, limit_hit=True),
     Case("DL203_module_float_info.py", 2),
@@ -231,6 +232,7 @@ CASES = (
     Case("DL208_helper_compiles_two_modules_of_one_class.py", 2),  # one class: its forward sees both modes
     Case("DL208_ok_dict_key_picks_eager_model.py", 1),  # runs["eager"] is the uncompiled model
     Case("DL208_models_unpacked_into_attributes.py", 2),  # self.policy, self.reference = self._set_up()
+    Case("DL208_ok_eval_under_force_eager.py", 1),  # set_stance("force_eager") runs the evaluation eagerly
     Case("DL208_rebound_training_script.py", 4),  # train, eval + no_grad, then the float temperature: bounded
     Case("DL208_ok_always_no_grad.py", 1),
     Case("DL208_ok_uncompiled_eval.py", 1),

@@ -33,6 +33,8 @@ Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATC
   even under `dynamic=True` (8 + limit), and `specialize_int = True` an int (8 + limit, with or without
   `dynamic=True`); `assume_static_by_default = False` makes an int symbolic from the first call
   (1 compile, no finding). The message names the setting and where it is made.
+* calls inside `with torch.compiler.set_stance("force_eager")`, or in a function decorated with it, run eagerly:
+  a sweep of twelve values there compiled nothing (not reported).
 * different literals at different calls: a bool left at its default `True` once and passed `False` in the loop
   compiled 2 entries; three int literals under `dynamic=False` compiled 3; a literal that differs only for a
   parameter the function never reads compiled 1. A literal set is finite, so these are `info` up to the limit.

@@ -16,8 +16,10 @@ compiles for `no_grad`/grad, 2 for `inference_mode`/normal, 2 for inputs alterna
 (`TENSOR_MATCH`), and 2 when an inference tensor is passed to a function compiled for normal tensors. Each state gets
 one entry that is then reused, so the cost is bounded and the finding is `info`. Only calls that run the same code
 share entries: a teacher and a student of two classes, compiled by one helper, compile one `forward` each whatever
-their modes (2 compiles with the teacher under `no_grad` or not); of one class, 2 against 1. The failing guards
-carry no source line; this finding names the call whose context differs.
+their modes (2 compiles with the teacher under `no_grad` or not); of one class, 2 against 1. A call inside `with
+torch.compiler.set_stance("force_eager")` (or a function decorated with it) runs the compiled code eagerly and adds
+no entry (measured: 1 compile). The failing guards carry no source line; this finding names the call whose context
+differs.
 
 ## Example
 ```python

@@ -116,6 +116,9 @@ class NodeAt:
     """When every condition it runs under is a self-resetting test of the method's instance (``if
     self.first_batch:`` whose body sets ``self.first_batch = False``; ``if self.table is None:`` whose body fills
     it), those tests: it runs on the first call whose instance starts out passing them, and not after."""
+    forced_eager: bool = False
+    """Inside ``with torch.compiler.set_stance("force_eager"):`` (or a function decorated with it): compiled code
+    called there runs eagerly, compiles nothing and checks no guard."""
 
 
 @dataclass(slots=True, eq=False)

@@ -109,6 +109,8 @@ class CallSite:
     """The grad mode its function sets around it (``NodeAt.grad``)."""
     grad_from: Span | None = None
     """Where that mode is set (the ``with`` item or the decorator)."""
+    forced_eager: bool = False
+    """Made under ``torch.compiler.set_stance("force_eager")`` (``NodeAt.forced_eager``): it runs no compiled code."""
     complete: bool = False
     """Every argument is in ``args`` and ``keywords`` (no ``*args``/``**kwargs``): a parameter it does not name keeps
     its default."""

@@ -31,7 +31,13 @@ from dynamo_lens.static.context import (
 from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic import lowering as lowering_limits
 from dynamo_lens.static.semantic.classes import AUTOGRAD_FUNCTIONS, owner_links
-from dynamo_lens.static.semantic.contexts import NO_GRAD, compiling_test, grad_context, method_grad_context
+from dynamo_lens.static.semantic.contexts import (
+    NO_GRAD,
+    compiling_test,
+    forces_eager,
+    grad_context,
+    method_grad_context,
+)
 from dynamo_lens.static.semantic.lowering import Lowering
 from dynamo_lens.static.semantic.settings import settings_in
 from dynamo_lens.static.semantic.values import SCALAR_KINDS, ValueKind, kind_of, range_loop_names
@@ -269,6 +275,8 @@ class Walker:
         """``range()`` loop variables of each scope, by ``id`` of its node (``_argument_kinds``)."""
         self.grad = ""
         """The grad mode a ``with`` statement or decorator of the current function set (``NodeAt.grad``)."""
+        self.forced_eager = False
+        """Inside a ``set_stance("force_eager")`` context of the current function (``NodeAt.forced_eager``)."""
         self.grad_from: ast.expr | None = None
         """The expression that set it (for related information)."""
         self.requires: tuple[tuple[str, str, bool], ...] = ()
@@ -363,6 +371,7 @@ class Walker:
                 self.grad_from,
                 self.requires,
                 self.first_call,
+                self.forced_eager,
             )
             bucket.append(at)
             if kind in _BINDINGS:
@@ -509,9 +518,10 @@ class Walker:
         else:
             self.block.functions.append(builder)
         saved = (self.scope, self.function, self.loop_depth, self.branch_depth, self.path, self.guarded)
-        saved_grad = (self.grad, self.grad_from)
+        saved_grad = (self.grad, self.grad_from, self.forced_eager)
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path = scope, builder, 0, 0, ()
         self.guarded, self.grad, self.grad_from = False, "", None
+        self.forced_eager = any(forces_eager(self.ctx, d) for d in node.decorator_list)
         saved_requires, self.requires = self.requires, ()
         saved_first_call, self.first_call = self.first_call, ()
         if in_class and self.cls is not None and node.name in ("forward", "backward"):
@@ -525,7 +535,8 @@ class Walker:
                 self.grad, self.grad_from = mode, decorator
         self._statements(node.body)
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path, self.guarded = saved
-        self.grad, self.grad_from, self.requires = (*saved_grad, saved_requires)
+        self.grad, self.grad_from, self.forced_eager = saved_grad
+        self.requires = saved_requires
         self.first_call = saved_first_call
 
     def _lambda(self, node: ast.Lambda) -> None:
@@ -690,18 +701,19 @@ class Walker:
         self._branch([node.finalbody], guarded=False)
 
     def _with(self, node: ast.With | ast.AsyncWith) -> None:
-        saved = (self.grad, self.grad_from)
+        saved = (self.grad, self.grad_from, self.forced_eager)
         for item in node.items:
             self.visit(item.context_expr)
             if item.optional_vars is not None:
                 self.visit(item.optional_vars)
+            self.forced_eager = self.forced_eager or forces_eager(self.ctx, item.context_expr)
             mode = grad_context(self.ctx, item.context_expr)
             if mode is None and self.function is not None and self.cls is not None:
                 mode = method_grad_context(self.ctx, item.context_expr, self.cls.node, self.function.self_name)
             if mode is not None:
                 self.grad, self.grad_from = mode, item.context_expr
         self._statements(node.body)
-        self.grad, self.grad_from = saved
+        self.grad, self.grad_from, self.forced_eager = saved
 
     def _match(self, node: ast.Match) -> None:
         self.visit(node.subject)
@@ -1119,6 +1131,7 @@ class Walker:
             in_loop=at.loop_depth > 0,
             grad=at.grad,
             grad_from=self.ctx.span(at.grad_from) if at.grad_from is not None else None,
+            forced_eager=at.forced_eager,
             complete=len(call.args) <= lowering_limits.MAX_OPTIONS
             and not any(isinstance(a, ast.Starred) for a in call.args)
             and all(k.arg is not None for k in call.keywords),

@@ -23,6 +23,7 @@ from dynamo_lens.codes import Rule
 from dynamo_lens.model import Finding, Fix, Related, Severity, Span
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.classes import Hierarchy
+from dynamo_lens.static.semantic.contexts import FORCE_EAGER, SET_STANCE
 from dynamo_lens.static.semantic.evaluate import Evaluator, Values
 from dynamo_lens.static.semantic.reach import Node, Reach
 from dynamo_lens.static.semantic.workspace import ClassKey, Files, FunctionKey, Symbol
@@ -181,7 +182,7 @@ class WorkspaceIndex:
         if forced is not None:
             # the compiled code runs eagerly: nothing it does is guarded or traced
             severity = Severity.HINT
-            stance = f'`{settings.SET_STANCE}("{settings.FORCE_EAGER}")`'
+            stance = f'`{SET_STANCE}("{FORCE_EAGER}")`'
             message += f" (a hint: {stance} runs this compiled code eagerly)"
             related = (*related, Related(forced.span, f"{stance} is called here"))
         return Finding(

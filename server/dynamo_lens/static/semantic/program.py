@@ -46,9 +46,10 @@ def calls(summary: FileSummary) -> Iterator[PlacedCall]:
 
 
 def compiled_callees(index: WorkspaceIndex, placed: PlacedCall) -> list[CompileSite]:
-    """The compile sites whose compiled code the call runs (empty: it runs none that we know of)."""
+    """The compile sites whose compiled code the call runs (empty: it runs none that we know of, or it is made under
+    ``set_stance("force_eager")``, where compiled code runs eagerly)."""
     holders = index.reach.call_holders()
-    if not holders:
+    if not holders or placed.call.forced_eager:
         return []
     found: list[CompileSite] = []
     for value in index.evaluator.evaluate(placed.call.func, placed.path):
@@ -65,7 +66,9 @@ MAX_HOPS = 3
 def reached_sites(index: WorkspaceIndex, placed: PlacedCall) -> list[CompileSite]:
     """The compile sites whose compiled code the call runs, directly or through the workspace functions it calls
     (``self._loss_step(batch)``, whose own call of the compiled model sets no grad mode of its own and so runs in
-    the mode of this call), up to :data:`MAX_HOPS` calls deep."""
+    the mode of this call), up to :data:`MAX_HOPS` calls deep; none under ``set_stance("force_eager")``."""
+    if placed.call.forced_eager:
+        return []
     found = compiled_callees(index, placed)
     for value in index.evaluator.evaluate(placed.call.func, placed.path):
         for inner in _inner_compiled_calls(index, value, MAX_HOPS):
@@ -97,7 +100,7 @@ def _inner_compiled_calls(index: WorkspaceIndex, value: Value, hops: int) -> lis
     def compute() -> list[CompileSite]:
         found: list[CompileSite] = []
         for placed in inner:
-            if placed.call.grad:
+            if placed.call.grad or placed.call.forced_eager:
                 continue
             found.extend(compiled_callees(index, placed))
             for callee in index.evaluator.evaluate(placed.call.func, placed.path):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from dynamo_lens.model import Edit, Related, Span
 from dynamo_lens.static.context import FileContext, NodeAt
+from dynamo_lens.static.semantic.contexts import FORCE_EAGER, SET_STANCE
 from dynamo_lens.static.summary import CompileSite, DynamoSetting
 from dynamo_lens.torch_facts import RECOMPILE_LIMIT
 
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 CONFIG = "torch._dynamo.config"
 PATCH = f"{CONFIG}.patch"
-SET_STANCE = "torch.compiler.set_stance"
 STANCE = "stance"
 """The name a ``torch.compiler.set_stance(...)`` call is recorded under: what a compiled frame does when a guard
 fails."""
@@ -43,9 +43,6 @@ STANCE_PAST_GUARD = {
 """Measured on 2.13 (a module counter, one warm-up call, then the stance, 12 calls): ``fail_on_recompile`` raised
 ``RuntimeError: Detected recompile when torch.compile stance is 'fail_on_recompile'`` on the second call,
 ``eager_on_recompile`` kept the one compiled entry and ran every other call eagerly (1 compile)."""
-FORCE_EAGER = "force_eager"
-"""The stance that runs every compiled callable eagerly. Measured on 2.13 (a module counter, the stance set at module
-level before the first call, 12 calls): 0 compiles."""
 ALIASES = {"cache_size_limit": "recompile_limit", "accumulated_cache_size_limit": "accumulated_recompile_limit"}
 """Old names torch keeps as aliases of the current ones."""
 ENVIRONMENT = {

@@ -199,8 +199,8 @@ def _build(ctx: FileContext) -> Usage:
         if at.loop_depth > 0:
             table.called_in_loop.add(call.func.id)
         handle = table.handle(scope_key(at.scope), call.func.id)
-        if handle is not None and handle.runs_compiled:
-            table.calls.append(HandleCall(at, handle))
+        if handle is not None and handle.runs_compiled and not at.forced_eager:
+            table.calls.append(HandleCall(at, handle))  # under set_stance("force_eager") it runs eagerly
     _compiled_function_globals(ctx, table)
     return table
 
