@@ -18,6 +18,16 @@ TORCH = f"torch {TORCH_VERSION_ASSUMED}"
 RECOMPILE_LIMIT = 8
 """``torch._dynamo.config.recompile_limit`` (alias ``cache_size_limit``): compiles of a frame before it runs eagerly."""
 
+NOT_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
+"""Capitalised names under ``torch.nn`` that are tensors, not modules."""
+
+
+def is_torch_nn_module(dotted: str) -> bool:
+    """``dotted`` names a ``torch.nn`` module class (``torch.nn.Linear``), as far as its name tells: a capitalised
+    last name that is not a tensor class (``torch.nn.Parameter``)."""
+    last = dotted.rpartition(".")[2]
+    return dotted.startswith("torch.nn.") and last[:1].isupper() and last not in NOT_MODULES
+
 
 @dataclass(frozen=True, slots=True)
 class GraphBreak:

@@ -160,6 +160,7 @@ CASES = (
     Case("DL201_ok_compile_in_main.py", 1),
     # DL202: fresh modules do not recompile on 2.13, unless a per-instance int is read
     Case("DL202_fresh_block_per_call.py", 1),
+    Case("DL202_ok_fresh_parameter.py", 1),  # nn.Parameter(...) is a tensor: no module, no finding
     Case("DL202_fresh_layer_named.py", 1),
     Case("DL202_cross_file/main.py", LIMIT, limit_hit=True),
     Case("DL202_ok_module_built_once.py", 1),
@@ -254,6 +255,8 @@ CASES = (
     Case("DL209_betas_cycled.py", 2),  # OneCycleLR cycles Adam's betas[0]: guarded, then dynamic
     Case("DL209_ok_momentum_not_cycled.py", 1),
     # DL210: dtypes are never dynamic (one compile per dtype, the limit past eight), nor sizes under dynamic=False
+    Case("DL210_parameter_shape_follows_counter.py", LIMIT, limit_hit=True),  # parameter shapes stay static
+    Case("DL210_ok_parameter_shape_static_off.py", 2),  # force_parameter_static_shapes = False: dynamic
     Case("DL210_dtype_loop.py", 4),
     Case("DL210_dtype_loop_past_limit.py", LIMIT, limit_hit=True),
     Case("DL210_dtype_loop_raised_limit.py", 10, limit=10),  # within the project's limit: bounded

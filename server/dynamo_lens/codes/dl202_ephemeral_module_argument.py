@@ -64,6 +64,7 @@ from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.usage import compiled_code_reads, loop_scalars, names_in, position, scope_key, usage
 from dynamo_lens.static.summary import Candidate, CompileSite, Ref
+from dynamo_lens.torch_facts import is_torch_nn_module
 
 RULE = Rule(
     code="DL202",
@@ -127,7 +128,7 @@ def judge(candidate: FreshModule, index: WorkspaceIndex) -> Iterator[Finding]:
     if key is not None:
         if not index.is_module_class(key):
             return
-    elif not (ref.level == 0 and ref.dotted.startswith("torch.nn.") and ref.last[:1].isupper()):
+    elif not (ref.level == 0 and is_torch_nn_module(ref.dotted)):
         return
     guarded = _guarded_attributes(index, key, candidate.varying) if key is not None else []
     base = (

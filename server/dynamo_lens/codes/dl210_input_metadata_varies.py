@@ -9,7 +9,8 @@ Dynamo never makes dynamic:
   local assigned in the loop), or the dtype itself;
 * the shape, when the compile site says `dynamic=False` or the project sets `automatic_dynamic_shapes = False` (and
   the site does not say `dynamic=True`): a tensor made with a size that follows a loop counter (`torch.randn(n, 4)`),
-  or a slice bounded by one (`x[:n]`).
+  or a slice bounded by one (`x[:n]`);
+* the shape of an `nn.Parameter` made with such a size (`nn.Parameter(torch.randn(n, 4))`), whatever the site says.
 
 And a loop that calls a compiled module and changes `requires_grad` of its parameters between the calls
 (`model.layers[epoch].requires_grad_(False)`, or `p.requires_grad = False` for `p` in `model.block.parameters()`).
@@ -24,7 +25,9 @@ project's when it sets one (`recompile_limit = 10` before the compile: the ten d
 names the limit). Sizes are guarded too;
 by default a second size makes them dynamic (automatic dynamic: 2 compiles, not reported), but `dynamic=False` turns
 that off: twelve sizes compiled eight times and hit the limit (a warning); so does `automatic_dynamic_shapes = False`
-(8 compiles and the limit; with `dynamic=True` at the site, 1 compile).
+(8 compiles and the limit; with `dynamic=True` at the site, 1 compile). Parameters are the exception:
+`force_parameter_static_shapes` (on by default) keeps their shapes static, so twelve `nn.Parameter` inputs of twelve
+sizes compiled 8 times and hit the limit even under `dynamic=True`; with the setting off, 2 (not reported).
 
 Parameters are guarded like inputs, `requires_grad` included ("requires_grad mismatch"). Measured over 10 epochs:
 freezing one more block each epoch (progressive layer freezing) compiled 8 times and hit the limit (warning);
@@ -129,15 +132,19 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         scope, here = scope_key(handle_call.at.scope), position(handle_call.call)
         arguments = (*handle_call.call.args, *(k.value for k in handle_call.call.keywords))
         dynamic = dict(handle_call.handle.site.options).get("dynamic")
-        if dynamic != "True":
-            counters = loop_scalars(loops, partial(table.value_of, scope, before=here))
-            ints = {name for name, kind in counters.items() if kind == "int"}
-            sized = _sized_by_counter(ctx, table, scope, here, arguments, ints)
-            if sized is not None and dynamic == "False":
-                yield _shape_candidate(ctx, handle_call, *sized)
+        counters = loop_scalars(loops, partial(table.value_of, scope, before=here))
+        ints = {name for name, kind in counters.items() if kind == "int"}
+        sized = _sized_by_counter(ctx, table, scope, here, arguments, ints)
+        if sized is not None:
+            argument, counter, parameter = sized
+            if parameter:
+                yield _parameter_candidate(ctx, handle_call, argument, counter)
                 continue
-            if sized is not None:
-                yield _shape_candidate(ctx, handle_call, *sized, by_setting=True)
+            if dynamic == "False":
+                yield _shape_candidate(ctx, handle_call, argument, counter)
+                continue
+            if dynamic != "True":
+                yield _shape_candidate(ctx, handle_call, argument, counter, by_setting=True)
         dtype_loops: dict[str, tuple[ast.Name, int]] = {}
         for loop in loops:
             found = _dtype_loop(ctx, loop, partial(table.value_of, scope, before=position(loop)))
@@ -274,15 +281,24 @@ SIZED_FACTORIES = frozenset(
 )
 
 
+PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
 def _sized_by_counter(
     ctx: FileContext, table: Usage, scope: str, here: tuple[int, int], arguments: Iterable[ast.expr], ints: set[str]
-) -> tuple[ast.expr, str] | None:
+) -> tuple[ast.expr, str, bool] | None:
     """The first argument whose shape follows an int loop counter (``torch.randn(n, 4)``, ``x[:n]``, or a local
-    assigned one), with the counter."""
+    assigned one), with the counter and whether it is an ``nn.Parameter`` of such a tensor."""
     for argument in arguments:
         value = argument
         if isinstance(argument, ast.Name):
             value = table.value_of(scope, argument.id, before=here) or argument
+        parameter = isinstance(value, ast.Call) and ctx.resolve(value.func) in PARAMETERS and bool(value.args)
+        if parameter:
+            assert isinstance(value, ast.Call)
+            value = value.args[0]
+            if isinstance(value, ast.Name):
+                value = table.value_of(scope, value.id, before=here) or value
         sizes: set[str] = set()
         if isinstance(value, ast.Call) and ctx.resolve(value.func) in SIZED_FACTORIES:
             shape = value.args[:1] if ctx.resolve(value.func) == "torch.full" else value.args
@@ -292,8 +308,20 @@ def _sized_by_counter(
             sizes = names_in(value.slice)
         counter = sorted(sizes & ints)
         if counter:
-            return argument, counter[0]
+            return argument, counter[0], parameter
     return None
+
+
+def _parameter_candidate(ctx: FileContext, handle_call: HandleCall, argument: ast.expr, counter: str) -> UsageCandidate:
+    changes = (
+        f"`{ctx.source(argument, 40)}` passes an `nn.Parameter` of a new shape on each iteration (its size follows "
+        f"`{counter}`)"
+    )
+    message = (
+        f"{changes}: {TORCH} keeps the shapes of parameters static (`force_parameter_static_shapes`), whatever "
+        f"`dynamic=` says, so each shape compiles once; {settings.PAST_LIMIT}"
+    )
+    return ParameterShape(RULE.code, ctx.span(argument), message, RULE.default_severity, (handle_call.handle.site,))
 
 
 def _shape_candidate(
@@ -326,8 +354,18 @@ class ShapeUnderSettings(UsageCandidate):
     False`` (measured: 8 compiles and the limit), which the link decides. ``message`` says what changes."""
 
 
+@dataclass(frozen=True, slots=True)
+class ParameterShape(UsageCandidate):
+    """An ``nn.Parameter`` input whose shape follows a loop counter: static under torch's default
+    ``force_parameter_static_shapes = True`` (measured: 8 compiles and the limit, with or without ``dynamic=True``),
+    dynamic after one recompile where the project sets it to ``False`` (2 compiles, not reported)."""
+
+
 def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
-    if isinstance(candidate, ShapeUnderSettings):
+    if isinstance(candidate, ParameterShape):
+        if settings.in_force(index, "force_parameter_static_shapes", "False", candidate.sites) is not None:
+            return
+    elif isinstance(candidate, ShapeUnderSettings):
         static = settings.in_force(index, "automatic_dynamic_shapes", "False", candidate.sites)
         if static is None:
             return

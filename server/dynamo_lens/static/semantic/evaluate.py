@@ -30,6 +30,7 @@ from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic.classes import Hierarchy
 from dynamo_lens.static.semantic.workspace import ClassKey, Files, FunctionKey, Symbol
 from dynamo_lens.static.summary import CallSite, FunctionSummary, MethodSummary, Ref
+from dynamo_lens.torch_facts import is_torch_nn_module
 
 MAX_DEPTH = 24
 MAX_VALUES = 64
@@ -572,7 +573,7 @@ class Evaluator:
                     for e in (value.elements if isinstance(value, Container) else (value,))
                 )
                 return {Container(elements, sequential=last == "Sequential")}
-            if callee.dotted.startswith("torch.nn.") and last[:1].isupper():
+            if is_torch_nn_module(callee.dotted):
                 return {External(callee.dotted, instance=True)}
             return UNKNOWN_VALUES
         if isinstance(callee, FunctionValue):
