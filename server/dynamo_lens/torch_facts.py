@@ -29,6 +29,17 @@ def is_torch_nn_module(dotted: str) -> bool:
     return dotted.startswith("torch.nn.") and last[:1].isupper() and last not in NOT_MODULES
 
 
+MAY_RETURN_INPUT = frozenset(
+    {"view", "view_as", "reshape", "reshape_as", "detach", "to", "type", "type_as", "t", "transpose", "permute",
+     "squeeze", "unsqueeze", "expand", "expand_as", "contiguous", "flatten", "unflatten", "narrow", "select",
+     "as_strided", "split", "chunk", "unbind", "movedim", "swapaxes", "float", "half", "double", "bfloat16", "int",
+     "long", "bool", "cpu", "cuda", "requires_grad_", "real", "imag", "diagonal", "squeeze_", "unsqueeze_"}
+)  # fmt: skip
+"""Tensor methods (and ``torch`` functions of the same name) that can return a view of their input or the input
+itself: such a result is an inference tensor exactly when its input is one, whatever mode it is made in. Any other
+tensor computed under ``torch.inference_mode()`` is an inference tensor, and outside it a normal one."""
+
+
 @dataclass(frozen=True, slots=True)
 class GraphBreak:
     """An entry of the graph-break registry (``torch/_dynamo/graph_break_registry.json``) and what to do about it."""

@@ -266,6 +266,10 @@ CASES = (
     Case("DL210_first_block_toggled.py", 2),
     Case("DL210_ok_frozen_before_first_call.py", 1),
     Case("DL210_dtype_argument.py", 3),
+    # an inference tensor lacks the autograd dispatch key the tensor guard checks: a second entry, then reused
+    Case("DL210_inference_tensor_mixed.py", 2),
+    Case("DL210_ok_inference_tensor_cloned.py", 1),
+    Case("DL210_ok_inference_tensors_only.py", 1),
     Case("DL210_ok_dtype_loop_unrelated_argument.py", 1),
     Case("DL210_ok_single_dtype.py", 1),
     Case("DL210_ok_dtype_loop_uncompiled.py", 1),

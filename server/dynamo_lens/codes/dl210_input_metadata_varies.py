@@ -15,6 +15,9 @@ Dynamo never makes dynamic:
 And a loop that calls a compiled module and changes `requires_grad` of its parameters between the calls
 (`model.layers[epoch].requires_grad_(False)`, or `p.requires_grad = False` for `p` in `model.block.parameters()`).
 
+And a compiled callable that gets, in the same place, a tensor made under `torch.inference_mode()` (an inference
+tensor) at one call and a normal tensor at another.
+
 ## Why it matters
 Dynamo guards the dtype of every tensor input (`TENSOR_MATCH`: "tensor 'x' dtype mismatch. expected Float, actual
 Double") and a `torch.dtype` argument by value, and no setting makes a dtype dynamic. Measured on torch 2.13
@@ -35,6 +38,11 @@ freezing the same block once after the first step, or toggling it every other st
 per setting, reused); freezing it at the top of every iteration, before the first call too, compiled once (nothing
 reported).
 
+An inference tensor has no autograd dispatch key, and the tensor guard checks the dispatch key set ("tensor 'x'
+dispatch key set mismatch"): a compiled model fed a reference batch made under `inference_mode` and fresh batches made
+under `no_grad` compiled twice (info: one entry per kind, reused). Cloned outside inference mode, or with every
+input made under it, it compiled once.
+
 ## Example
 ```python
 @torch.compile
@@ -48,7 +56,8 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16):
 ## Use instead
 Expected when a test sweeps dtypes: each entry is compiled once and reused. To stay under the limit with many dtypes,
 raise `torch._dynamo.config.recompile_limit`, or compile one function per dtype (`torch.compile(scale)` inside the
-loop gives each dtype its own cache).
+loop gives each dtype its own cache). Make tensors that also feed calls outside inference mode under
+`torch.no_grad()` rather than `torch.inference_mode()`, or `.clone()` them outside it.
 
 ## Known limitations
 Only loops over a literal list or tuple of `torch` dtypes (or a name bound to one in the same scope or at module level)
@@ -57,7 +66,9 @@ comes from a parametrized test or a config is not seen. Sizes are followed from 
 `torch.randn/rand/zeros/ones/empty/full` sizes and slice bounds, under a literal `dynamic=False` or the project's
 `automatic_dynamic_shapes = False` only.
 `requires_grad` changes are seen in the loop that calls the compiled module, on an expression rooted at its name;
-a callback or a helper that freezes layers elsewhere is not followed.
+a callback or a helper that freezes layers elsewhere is not followed. Inference tensors are told only from a local
+assigned a freshly computed tensor (a `torch` function or a tensor method that never returns a view) in the same
+function or at module level; a model's output made under `inference_mode` is not followed.
 
 ## Fix safety
 No automatic fix: whether several compiled entries are wanted is the caller's choice.
@@ -77,8 +88,9 @@ from typing import TYPE_CHECKING
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity
-from dynamo_lens.static.context import FileContext
+from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic import settings
+from dynamo_lens.static.semantic.contexts import INFERENCE
 from dynamo_lens.static.semantic.usage import (
     HandleCall,
     Loop,
@@ -93,7 +105,9 @@ from dynamo_lens.static.semantic.usage import (
     scope_key,
     usage,
 )
-from dynamo_lens.torch_facts import TORCH
+from dynamo_lens.static.semantic.values import ValueKind, kind_of
+from dynamo_lens.static.summary import CompileSite
+from dynamo_lens.torch_facts import MAY_RETURN_INPUT, TORCH
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -120,6 +134,7 @@ DTYPES = frozenset(
 
 def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
     table = usage(ctx)
+    yield from _inference_tensors_mixed(ctx, table)
     frozen: set[int] = set()
     for handle_call in table.calls:
         loops = table.enclosing_loops(handle_call.at)
@@ -203,6 +218,70 @@ def _candidate(
         entries=count,
         bounded_message=f"{message} ({count} compiles in all, each reused for its dtype)",
     )
+
+
+def _inference_tensors_mixed(ctx: FileContext, table: Usage) -> Iterator[UsageCandidate]:
+    """The first call of a compiled callable that passes a tensor made under ``torch.inference_mode()`` where
+    another call passes a normal tensor in the same place (or the other way round): one candidate per site and
+    place, at the inference tensor."""
+    passed: dict[tuple[CompileSite, int | str], list[tuple[ast.expr, NodeAt]]] = {}
+    for handle_call in table.calls:
+        if not handle_call.handle.runs_compiled:
+            continue
+        call = handle_call.call
+        places: list[tuple[int | str, ast.expr]] = [
+            (i, a) for i, a in enumerate(call.args) if not isinstance(a, ast.Starred)
+        ]
+        places += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        for place, argument in places:
+            made = _fresh_tensor_binding(ctx, table, handle_call, argument)
+            if made is not None:
+                passed.setdefault((handle_call.handle.site, place), []).append((argument, made))
+    for (site, _), found in passed.items():
+        inference = [(argument, made) for argument, made in found if made.grad == INFERENCE]
+        normal = [made for _, made in found if made.grad != INFERENCE]
+        if inference and normal:
+            argument, made = inference[0]
+            text = ctx.source(argument, 40)
+            message = (
+                f"`{text}` is an inference tensor (made under `torch.inference_mode()`) and the same compiled callable "
+                f"also gets normal tensors: {TORCH}'s tensor guard checks the dispatch key set, which has no autograd "
+                f"key for an inference tensor, so each kind compiles an entry of its own (2 compiles, each reused); "
+                f"make it under `torch.no_grad()`, or `.clone()` it outside inference mode"
+            )
+            related = (
+                Related(ctx.span(made.node), "made under `inference_mode` here"),
+                Related(ctx.span(normal[0].node), "a normal tensor made here"),
+            )
+            yield UsageCandidate(RULE.code, ctx.span(argument), message, Severity.INFO, (site,), related=related)
+
+
+def _fresh_tensor_binding(ctx: FileContext, table: Usage, handle_call: HandleCall, argument: ast.expr) -> NodeAt | None:
+    """The assignment that made the tensor ``argument`` names, when it computes a new tensor (a ``torch`` function
+    or a tensor method that never returns a view of its input, nor the input itself): whether it ran under
+    ``inference_mode`` tells whether the tensor is an inference tensor. None when that cannot be told."""
+    if not isinstance(argument, ast.Name):
+        return None
+    scope, here = scope_key(handle_call.at.scope), position(handle_call.call)
+    binding = table.assignment_of(scope, argument.id, here)
+    if binding is None:
+        return None
+    value = binding.node.value if isinstance(binding.node, ast.Assign) else None
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    name = ctx.resolve(func) or ""
+    if name.startswith("torch."):
+        fresh = name.rpartition(".")[2] not in MAY_RETURN_INPUT and not name.startswith("torch.nn.")
+    else:
+        fresh = isinstance(func, ast.Attribute) and func.attr not in MAY_RETURN_INPUT and not func.attr.endswith("_")
+    local = partial(_local_kind, ctx, table, scope, here)
+    return binding if fresh and kind_of(value, ctx.resolve, local) == "tensor" else None
+
+
+def _local_kind(ctx: FileContext, table: Usage, scope: str, here: tuple[int, int], name: str) -> ValueKind:
+    value = table.value_of(scope, name, before=here)
+    return kind_of(value, ctx.resolve) if value is not None else "unknown"
 
 
 @dataclass(frozen=True, slots=True)

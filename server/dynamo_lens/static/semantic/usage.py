@@ -111,10 +111,16 @@ class Usage:
     def value_of(self, scope: str, name: str, before: tuple[int, int]) -> ast.expr | None:
         """The value last assigned to ``name`` by a plain ``name = value`` before ``before`` in ``scope`` (or at
         module level)."""
+        found = self.assignment_of(scope, name, before)
+        return found.node.value if found is not None and isinstance(found.node, ast.Assign) else None
+
+    def assignment_of(self, scope: str, name: str, before: tuple[int, int]) -> NodeAt | None:
+        """The last plain ``name = value`` before ``before`` in ``scope`` (or at module level): where it ran tells
+        the context the value was made in (``NodeAt.grad``)."""
         statements = self.ctx.name_bindings.get(name, ())
         for key in (scope, ""):
             found = [
-                at.node.value
+                at
                 for at in statements
                 if isinstance(at.node, ast.Assign)
                 and scope_key(at.scope) == key
