@@ -137,6 +137,8 @@ CASES = (
     Case("DL301_helper_method.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124", "GB0109")),
     Case("DL301_dynamic_shape_ops.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036", "GB0033", "GB4198")),
     Case("DL301_where_mask.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036")),
+    # `forward`'s argument is a tensor because every call of the compiled module passes one
+    Case("DL301_forward_argument_tensor_at_call_site.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036", "GB0208")),
     Case("DL301_one_of_several_submodules.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036")),
     Case(
         "DL301_data_sized_and_copies.py",
@@ -156,6 +158,7 @@ CASES = (
     Case("DL301_range_of_tensor_argument.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059")),
     Case("DL302_fullgraph_raises.py", "DL302", Expect.RAISED, 0, gb_ids=gb("GB0170")),
     Case("DL302_tensor_argument_as_flag.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
+    Case("DL302_ok_forward_argument_python_bool.py", "DL302", Expect.QUIET, 1),
     Case("DL302_ok_argument_python_bool.py", "DL302", Expect.QUIET, 1),
     Case("DL301_alias_compile_call.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0109")),
     Case("DL301_library_logger.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0291")),

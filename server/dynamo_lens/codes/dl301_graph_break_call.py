@@ -85,7 +85,8 @@ setting. `tolist()` stays a hint even then where the code does not show the tens
 
 ## Known limitations
 Whether a value is a tensor is inferred from how it was made (a `torch.*` call, a tensor method, an argument
-annotated `torch.Tensor`): `int(n)` on a plain Python number is not reported. `t.numpy()` is not reported: with
+annotated `torch.Tensor`, or one every call of the compiled function or module in its file passes a tensor):
+`int(n)` on a plain Python number is not reported. `t.numpy()` is not reported: with
 NumPy installed and `trace_numpy` on (the default) Dynamo traces it. f-strings, `id()`, `len()` and `isinstance()`
 on tensors do not break and are not reported. A logger is recognised when its name is bound to
 `logging.getLogger(...)` or to a library's `get_logger(...)` helper, and the module never binds it to anything else

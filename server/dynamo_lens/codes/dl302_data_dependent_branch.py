@@ -32,8 +32,9 @@ or express the branch with `torch.cond(pred, true_fn, false_fn, (y,))`, which Dy
 
 ## Known limitations
 A condition is recognised as a tensor when it is built from tensor methods (`sum`, `any`, `max`, ...), `torch.*`
-functions, arguments annotated `torch.Tensor` or that every call of the compiled function in its file passes a
-tensor (`step(x, torch.tensor(True))`), or local names assigned from such expressions. Any other bare argument
+functions, arguments annotated `torch.Tensor` or that every call of the compiled function (or compiled module, for
+its `forward`) in its file passes a tensor (`step(x, torch.tensor(True))`, `model(batch, torch.tensor(True))`), or
+local names assigned from such expressions. Any other bare argument
 (`if x:`) is not reported, since it could be a Python flag. Branches on `.item()` values are reported as DL301. A
 branch that compiled code reaches only under a condition (an outer `if`, or a call made conditionally on the way from
 the compile site) is a hint: the scan cannot tell whether the program takes it. A branch only the first call takes

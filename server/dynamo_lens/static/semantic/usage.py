@@ -234,14 +234,27 @@ def local_function(ctx: FileContext, site: CompileSite) -> str | None:
     return target.ref.dotted
 
 
+def local_forward(ctx: FileContext, site: CompileSite) -> str | None:
+    """``Net.forward`` when the site compiles an instance of the class ``Net`` of this file, built where the file
+    shows it (``torch.compile(Net())``, or a module-level ``net = Net()`` compiled later), or None."""
+    target = exprs.without_identity(ctx.module_value(exprs.without_identity(site.target)))
+    if not (isinstance(target, exprs.Call) and isinstance(target.func, exprs.Named) and target.func.ref.is_local):
+        return None
+    return f"{target.func.ref.dotted}.forward" if target.func.ref.last in _class_names(ctx) else None
+
+
 def call_site_tensors(ctx: FileContext) -> dict[str, frozenset[str]]:
-    """Qualified name of a compiled function of this file → its parameters that every call of it in the file passes
-    a tensor (``step(x, torch.tensor(True))``, or a local assigned one): in the compiled code they are tensors, so
-    ``if flag:`` on one is a data-dependent branch."""
+    """Qualified name of a compiled function of this file (or of the ``forward`` of a compiled instance of a class
+    of this file) → its parameters that every call of it in the file passes a tensor (``step(x,
+    torch.tensor(True))``, ``model(torch.randn(2, 4))``, or a local assigned one): in the compiled code they are
+    tensors, so ``if flag:`` on one is a data-dependent branch and ``x[x > 0]`` a mask index."""
     table = usage(ctx)
     calls: dict[str, list[HandleCall]] = {}
     for handle_call in table.calls:
-        function = local_function(ctx, handle_call.handle.site) if handle_call.handle.runs_compiled else None
+        if not handle_call.handle.runs_compiled:
+            continue
+        site = handle_call.handle.site
+        function = local_forward(ctx, site) if handle_call.handle.module else local_function(ctx, site)
         if function is not None:
             calls.setdefault(function, []).append(handle_call)
     if not calls:
@@ -257,6 +270,8 @@ def call_site_tensors(ctx: FileContext) -> dict[str, frozenset[str]]:
         if definition is None:
             continue
         positional = [a.arg for a in (*definition.args.posonlyargs, *definition.args.args)]
+        if function.endswith(".forward"):
+            positional = positional[1:]  # `self`
         passed = [_tensor_arguments(table, handle_call, positional) for handle_call in handle_calls]
         common = frozenset.intersection(*passed)
         if common:
