@@ -1,4 +1,4 @@
-"""The usage checks (DL107, DL111, DL112, DL201-DL203, DL206-DL210, DL401-DL403) agree with what torch 2.13 really does.
+"""The usage checks (DL107, DL111, DL112, DL201-DL203, DL206-DL211, DL401-DL403) agree with what torch 2.13 really does.
 
 Every fixture of these codes runs under real ``torch.compile(..., backend="eager")`` (``usage_probe.py``) and the
 static findings are checked against the measurement:
@@ -46,6 +46,7 @@ CODES = (
     "DL208",
     "DL209",
     "DL210",
+    "DL211",
     "DL401",
     "DL402",
     "DL403",
@@ -238,6 +239,14 @@ CASES = (
     Case("DL208_ok_always_no_grad.py", 1),
     Case("DL208_ok_uncompiled_eval.py", 1),
     Case("DL208_ok_enable_grad_same.py", 1),
+    # DL211: autocast on or off is part of GLOBAL_STATE: one entry per state
+    Case("DL211_benchmark_without_autocast.py", 2),
+    Case("DL211_decorated_scoring.py", 2),
+    Case("DL211_trainer_amp_step.py", 2),
+    Case("DL211_ok_autocast_everywhere.py", 1),
+    Case("DL211_ok_autocast_flag.py", 1),
+    Case("DL211_ok_autocast_disabled.py", 1),
+    Case("DL211_ok_grad_mode_differs_too.py", 2),  # one extra entry, DL208's
     Case("DL208_ok_no_grad_through_helpers.py", 1),
     Case("DL208_ok_closure_benchmarked_under_inference_mode.py", 1),  # the closure is only called under the mode
     Case("DL208_ok_torch_nn_compile_in_place.py", 0),  # torch.nn frames are skipped: nothing compiles
@@ -270,6 +279,10 @@ CASES = (
     Case("DL210_inference_tensor_mixed.py", 2),
     Case("DL210_ok_inference_tensor_cloned.py", 1),
     Case("DL210_ok_inference_tensors_only.py", 1),
+    # a list input's length is guarded and never dynamic, even under dynamic=True
+    Case("DL210_list_grows_past_limit.py", LIMIT, limit_hit=True),
+    Case("DL210_list_grows_within_limit.py", 3),
+    Case("DL210_ok_list_rebuilt_each_iteration.py", 1),
     Case("DL210_ok_dtype_loop_unrelated_argument.py", 1),
     Case("DL210_ok_single_dtype.py", 1),
     Case("DL210_ok_dtype_loop_uncompiled.py", 1),

@@ -65,18 +65,14 @@ import ast
 from collections.abc import Iterator
 
 from dynamo_lens.codes import Check, Rule
-from dynamo_lens.model import Finding, Related, Severity, Span
-from dynamo_lens.static import exprs
+from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic.contexts import GRAD, VARIES
-from dynamo_lens.static.semantic.evaluate import FunctionValue, Instance, Slot, Wrapper
+from dynamo_lens.static.semantic.global_state import StatePart, differing_states
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.program import (
     PlacedCall,
-    callers_of,
-    calls,
     compiled_callees,
-    reached_sites,
     reset_around,
 )
 from dynamo_lens.static.semantic.usage import HandleCall, Loop, UsageCandidate, judge_usage, usage
@@ -94,203 +90,19 @@ RULE = Rule(
 )
 
 
+GRAD_MODE = StatePart(
+    "grad",
+    GRAD,
+    of=lambda call: call.grad,
+    each_call=frozenset({VARIES}),
+)
+"""Grad mode as a part of the global state: ``set_grad_enabled(flag)`` with a flag the program flips (``phase ==
+"train"``) runs both modes by itself."""
+
+
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
-    """Calls under a grad-mode context first (few), then the other calls of the files they are in, to find one in
-    another mode. A compile site shared by several programs (a helper that compiles what each training script
-    passes it) is judged file by file."""
-    contexts: dict[tuple[CompileSite, str], list[PlacedCall]] = {}
-    for summary in index.summaries:
-        for placed in calls(summary):
-            if placed.call.grad and placed.call.grad != GRAD:
-                for site in reached_sites(index, placed):
-                    contexts.setdefault((site, placed.path), []).append(placed)
-    if not contexts:
-        return
-    grad_calls: dict[tuple[CompileSite, str], list[PlacedCall]] = {}
-    grad_functions: dict[tuple[CompileSite, str], set[str]] = {}
-    for path in sorted({path for _, path in contexts}):
-        # the program around the calls: their file (validation beside the training loop), and the files that call
-        # the functions making them (a generation helper called from a training recipe)
-        program = {path} | {at for p in _context_calls(contexts, path) for at in _caller_files(index, p)}
-        for file in sorted(program):
-            found_summary = index.summary(file)
-            for placed in calls(found_summary) if found_summary is not None else ():
-                if placed.call.grad not in ("", GRAD) or _runs_own_entry_point(index, placed):
-                    continue
-                sites = [
-                    site
-                    for site in _reached(index, placed)
-                    if (site, path) in contexts and not _other_objects(index, site, placed, contexts[(site, path)])
-                ]
-                if sites and (placed.call.grad == GRAD or not _inherits_mode(index, placed)):
-                    for site in sites:
-                        grad_calls.setdefault((site, path), []).append(placed)
-                        grad_functions.setdefault((site, path), set()).add(placed.function)
-    for (site, path), found in contexts.items():
-        by_mode: dict[str, list[PlacedCall]] = {}
-        for placed in (*found, *grad_calls.get((site, path), ())):
-            by_mode.setdefault(placed.call.grad or GRAD, []).append(placed)
-        for mode, same in by_mode.items():
-            if mode == GRAD:
-                continue
-            others = [other for other_mode, calls in by_mode.items() if other_mode != mode for other in calls]
-            sharing = [p for p in same if mode == VARIES or _shares_code(index, site, p, others)]
-            if sharing:
-                modes = {mode} | {
-                    other.call.grad or GRAD for other in others if _shares_code(index, site, other, sharing)
-                }
-                yield _finding(
-                    index, site, _representative(sharing, grad_functions.get((site, path), set())), sharing, modes
-                )
-
-
-def _shares_code(index: WorkspaceIndex, site: CompileSite, placed: PlacedCall, others: list[PlacedCall]) -> bool:
-    """Some call of ``others`` may run the compiled code ``placed`` runs. A wrapper ``torch.compile(...)`` returned
-    compiles the ``forward`` of the module it wraps: a helper that compiles both a teacher and a student makes two
-    codes, each compiled once for its own grad mode (measured: 2 compiles whether the teacher runs under
-    ``no_grad`` or not; 2 against 1 when both are one class). Calls whose code is not known share it."""
-    code = _wrapped_code(index, site, placed)
-    if not others:
-        return False
-    return code is None or any(
-        (other_code := _wrapped_code(index, site, other)) is None or code & other_code for other in others
-    )
-
-
-def _wrapped_code(index: WorkspaceIndex, site: CompileSite, placed: PlacedCall) -> frozenset[object] | None:
-    """What a call of the site's wrapper runs: the methods its wrapped workspace modules (or functions) define
-    ``forward`` (or ``__call__``) in, or None when the call is not of the wrapper or what it wraps is not known."""
-
-    def compute() -> frozenset[object] | None:
-        values = index.evaluator.evaluate(placed.call.func, placed.path)
-        if Wrapper(site.span.path, site.span.line, site.span.column) not in values:
-            return None
-        found: set[object] = set()
-        for value in values:
-            if isinstance(value, Slot | Wrapper):
-                continue
-            if isinstance(value, FunctionValue):
-                found.add(value.key)
-                continue
-            if not isinstance(value, Instance):
-                return None
-            method = index.find_method(value.cls, "forward" if index.is_module_class(value.cls) else "__call__")
-            if method is None:
-                return None  # defined outside the workspace: another class may share it
-            found.add((method[0], method[1].name))
-        return frozenset(found) or None
-
-    return index.memo(("DL208.code", site, placed.path, placed.call.span), compute)
-
-
-def _runs_own_entry_point(index: WorkspaceIndex, placed: PlacedCall) -> bool:
-    """``main()`` at the module level of the file that defines ``main``: the calls inside it are judged each in the
-    mode it sets (the script's ``no_grad`` evaluation and its training step), not all at once in the mode of this
-    call."""
-    if placed.function or placed.call.grad or compiled_callees(index, placed):
-        return False
-    values = index.evaluator.evaluate(placed.call.func, placed.path)
-    return bool(values) and all(isinstance(v, FunctionValue) and v.key[0] == placed.path for v in values)
-
-
-def _other_objects(index: WorkspaceIndex, site: CompileSite, placed: PlacedCall, others: list[PlacedCall]) -> bool:
-    """The call and every call it is compared with call the site's compiled code directly, from one function, each
-    through a local variable of its own: ``adv_module(data)`` under ``no_grad`` and ``update(batch)`` hold two
-    objects a helper compiled apart (torchrl's ``compile_with_warmup``, accelerate's ``prepare``), with a cache
-    each. Variables of other functions may hold the same object: those are compared as one."""
-    name = _local_name(index, site, placed)
-    if name is None:
-        return False
-    for other in others:
-        if other.path != placed.path or other.function != placed.function:
-            return False
-        if _local_name(index, site, other) in (None, name):
-            return False
-    return True
-
-
-def _local_name(index: WorkspaceIndex, site: CompileSite, placed: PlacedCall) -> str | None:
-    """The local variable a direct call of the site's compiled code reads its callee from."""
-    func = placed.call.func
-    options = func.options if isinstance(func, exprs.OneOf) else (func,)
-    names = {o.name for o in options if isinstance(o, exprs.Local) and o.function == placed.function}
-    if len(names) != 1:
-        return None
-    made = any(isinstance(o, exprs.Call) and _compiles(index, placed.path, o.func, site) for o in options)
-    return names.pop() if made or site in compiled_callees(index, placed) else None
-
-
-def _compiles(index: WorkspaceIndex, path: str, func: exprs.Expr, site: CompileSite) -> bool:
-    """``func`` is the function that makes the site's compile (or encloses it): what calling it returns is a
-    compiled object of its own (``update = compile_with_warmup(update)``)."""
-    for value in index.evaluator.evaluate(func, path):
-        if (
-            isinstance(value, FunctionValue)
-            and value.key[0] == site.span.path
-            and (site.scope == value.key[1] or site.scope.startswith(value.key[1] + "."))
-        ):
-            return True
-    return False
-
-
-def _reached(index: WorkspaceIndex, placed: PlacedCall) -> list[CompileSite]:
-    """``reached_sites``, once per call (a file is in the programs of several context files)."""
-    known: dict[tuple[str, Span], list[CompileSite]] = index.memo("DL208.reached", dict)
-    key = (placed.path, placed.call.span)
-    if key not in known:
-        known[key] = reached_sites(index, placed)
-    return known[key]
-
-
-def _context_calls(contexts: dict[tuple[CompileSite, str], list[PlacedCall]], path: str) -> list[PlacedCall]:
-    return [p for (_, file), found in contexts.items() if file == path for p in found]
-
-
-def _caller_files(index: WorkspaceIndex, placed: PlacedCall) -> set[str]:
-    """The files that call the function the call is made in."""
-    return {caller.path for caller in callers_of(index, placed.path, placed.function)}
-
-
-def _inherits_mode(index: WorkspaceIndex, placed: PlacedCall) -> bool:
-    """The call runs in a grad mode set outside its function: in a ``forward``/``__call__`` (entered by calling the
-    object, whose calls are judged on their own: a teacher called under ``no_grad`` runs its compiled model under
-    ``no_grad``), or in a function only ever called with grad disabled (``step()`` of an optimizer, decorated
-    ``@torch.no_grad()``, calling a compiled helper), directly or through callers that inherit it."""
-    owner, _, name = placed.function.rpartition(".")
-    if owner and name in ("forward", "__call__") and index.files.class_summary((placed.path, owner)) is not None:
-        return True
-    return _disabled_in(index, placed.path, placed.function, MAX_CALLER_DEPTH)
-
-
-MAX_CALLER_DEPTH = 4
-"""How many levels of callers a grad mode is inherited through (a test calling a helper calling the model)."""
-
-
-def _disabled_in(index: WorkspaceIndex, path: str, function: str, depth: int) -> bool:
-    """Whether every call of ``function`` (in ``path``) runs with grad disabled, looking ``depth`` levels of callers
-    up (the depth bounds recursive functions too)."""
-    if not function or depth == 0:
-        return False
-
-    def compute() -> bool:
-        modes = [
-            caller.call.grad != GRAD
-            if caller.call.grad
-            else _disabled_in(index, caller.path, caller.function, depth - 1)
-            for caller in callers_of(index, path, function)
-        ]
-        return bool(modes) and all(modes)
-
-    return index.memo(("DL208.grad_disabled", path, function, depth), compute)
-
-
-def _representative(same: list[PlacedCall], grad_functions: set[str]) -> PlacedCall:
-    """One finding per compile site, file and mode: at a call next to calls in the other mode (the same function),
-    else at the first one."""
-    for placed in same:
-        if placed.function in grad_functions:
-            return placed
-    return same[0]
+    for found in differing_states(index, GRAD_MODE):
+        yield _finding(index, found.site, found.shown, found.same, found.states)
 
 
 def _finding(

@@ -10,7 +10,8 @@ Dynamo never makes dynamic:
 * the shape, when the compile site says `dynamic=False` or the project sets `automatic_dynamic_shapes = False` (and
   the site does not say `dynamic=True`): a tensor made with a size that follows a loop counter (`torch.randn(n, 4)`),
   or a slice bounded by one (`x[:n]`);
-* the shape of an `nn.Parameter` made with such a size (`nn.Parameter(torch.randn(n, 4))`), whatever the site says.
+* the shape of an `nn.Parameter` made with such a size (`nn.Parameter(torch.randn(n, 4))`), whatever the site says;
+* the length of a list the loop grows (`history.append(x)`, then `summarize(history)`), whatever the site says.
 
 And a loop that calls a compiled module and changes `requires_grad` of its parameters between the calls
 (`model.layers[epoch].requires_grad_(False)`, or `p.requires_grad = False` for `p` in `model.block.parameters()`).
@@ -37,6 +38,10 @@ freezing one more block each epoch (progressive layer freezing) compiled 8 times
 freezing the same block once after the first step, or toggling it every other step, compiled twice (info: one entry
 per setting, reused); freezing it at the top of every iteration, before the first call too, compiled once (nothing
 reported).
+
+A list input is guarded on its length (`len(history) == 3`), which no setting makes dynamic: a list grown by one
+tensor on each of twelve steps compiled 8 times and hit the limit, under `dynamic=True` too (warning); over three
+steps, 3 compiles (info); a list rebuilt with two tensors on every iteration, 1.
 
 An inference tensor has no autograd dispatch key, and the tensor guard checks the dispatch key set ("tensor 'x'
 dispatch key set mismatch"): a compiled model fed a reference batch made under `inference_mode` and fresh batches made
@@ -66,9 +71,12 @@ comes from a parametrized test or a config is not seen. Sizes are followed from 
 `torch.randn/rand/zeros/ones/empty/full` sizes and slice bounds, under a literal `dynamic=False` or the project's
 `automatic_dynamic_shapes = False` only.
 `requires_grad` changes are seen in the loop that calls the compiled module, on an expression rooted at its name;
-a callback or a helper that freezes layers elsewhere is not followed. Inference tensors are told only from a local
-assigned a freshly computed tensor (a `torch` function or a tensor method that never returns a view) in the same
-function or at module level; a model's output made under `inference_mode` is not followed.
+a callback or a helper that freezes layers elsewhere is not followed. A growing list is seen when the argument names
+a list bound to a list display before a loop around the call that `append`s, `extend`s or `insert`s into it
+without rebinding it; how many lengths it reaches is counted only for `range(<literal>)` loops. Inference tensors
+are told only from a local assigned a freshly computed tensor (a `torch` function or a tensor method that never
+returns a view) in the same function or at module level; a model's output made under `inference_mode` is not
+followed.
 
 ## Fix safety
 No automatic fix: whether several compiled entries are wanted is the caller's choice.
@@ -115,7 +123,8 @@ if TYPE_CHECKING:
 RULE = Rule(
     code="DL210",
     name="input-metadata-varies",
-    summary="A compiled callable is called in a loop with an input whose dtype, static shape or requires_grad changes",
+    summary="A compiled callable is called in a loop with an input whose dtype, static shape, list length or "
+    "requires_grad changes",
     default_severity=Severity.WARNING,
     source="static",
     docs_url="https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html",
@@ -145,6 +154,9 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
             frozen.add(id(change.node))
             yield _requires_grad_candidate(ctx, handle_call, change)
         scope, here = scope_key(handle_call.at.scope), position(handle_call.call)
+        growing = _growing_list(table, handle_call, loops)
+        if growing is not None:
+            yield _length_candidate(ctx, handle_call, *growing)
         arguments = (*handle_call.call.args, *(k.value for k in handle_call.call.keywords))
         dynamic = dict(handle_call.handle.site.options).get("dynamic")
         counters = loop_scalars(loops, partial(table.value_of, scope, before=here))
@@ -218,6 +230,71 @@ def _candidate(
         entries=count,
         bounded_message=f"{message} ({count} compiles in all, each reused for its dtype)",
     )
+
+
+def _growing_list(table: Usage, handle_call: HandleCall, loops: list[Loop]) -> tuple[ast.expr, ast.Call, Loop] | None:
+    """The first argument that names a list a loop around the call grows (``history.append(x)``): bound to a list
+    display before that loop and never rebound in it; with the call that grows it and the loop."""
+    scope = scope_key(handle_call.at.scope)
+    call = handle_call.call
+    for argument in (*call.args, *(k.value for k in call.keywords)):
+        name = argument.value if isinstance(argument, ast.Starred) else argument
+        if not isinstance(name, ast.Name):
+            continue
+        for loop in reversed(loops):
+            if not isinstance(table.value_of(scope, name.id, before=position(loop)), ast.List) or name.id in bound_in(
+                loop
+            ):
+                continue
+            for node in ast.walk(loop):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in LIST_GROWERS
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == name.id
+                ):
+                    return argument, node, loop
+    return None
+
+
+LIST_GROWERS = frozenset({"append", "extend", "insert"})
+
+
+def _length_candidate(
+    ctx: FileContext, handle_call: HandleCall, argument: ast.expr, grows: ast.Call, loop: Loop
+) -> UsageCandidate:
+    site = handle_call.handle.site
+    text = ctx.source(argument, 40)
+    changes = (
+        f"`{text}` passes a list that the loop grows (`{ctx.source(grows.func, 40)}`), so its length changes on each "
+        f"iteration: {TORCH} guards the length of a list input and never makes it dynamic, whatever `dynamic=` says, "
+        "so each length compiles once"
+    )
+    count = _iterations(loop)
+    return UsageCandidate(
+        RULE.code,
+        ctx.span(argument),
+        f"{changes}; {settings.PAST_LIMIT}",
+        RULE.default_severity,
+        (site,),
+        related=(Related(ctx.span(grows), "the list grows here"),),
+        entries=count or 0,
+        bounded_message=f"{changes} ({count} compiles in all)",
+    )
+
+
+def _iterations(loop: Loop) -> int | None:
+    """How many times ``for _ in range(<literal>)`` runs; None for any other loop."""
+    if not isinstance(loop, ast.For | ast.AsyncFor):
+        return None
+    found = loop.iter
+    if not (isinstance(found, ast.Call) and isinstance(found.func, ast.Name) and found.func.id == "range"):
+        return None
+    bounds = [a.value for a in found.args if isinstance(a, ast.Constant) and type(a.value) is int]
+    if len(bounds) != len(found.args) or not 1 <= len(bounds) <= 2:
+        return None
+    return max(bounds[-1] - (bounds[0] if len(bounds) == 2 else 0), 0)
 
 
 def _inference_tensors_mixed(ctx: FileContext, table: Usage) -> Iterator[UsageCandidate]:

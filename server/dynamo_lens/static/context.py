@@ -119,6 +119,11 @@ class NodeAt:
     forced_eager: bool = False
     """Inside ``with torch.compiler.set_stance("force_eager"):`` (or a function decorated with it): compiled code
     called there runs eagerly, compiles nothing and checks no guard."""
+    autocast: str = ""
+    """The autocast state its function sets around it (``semantic.contexts``: ``autocast``, ``autocast off``, ...),
+    ``""`` when it sets none."""
+    autocast_from: ast.expr | None = None
+    """The ``with`` item or decorator that sets ``autocast``."""
 
 
 @dataclass(slots=True, eq=False)

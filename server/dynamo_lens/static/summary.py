@@ -109,6 +109,10 @@ class CallSite:
     """The grad mode its function sets around it (``NodeAt.grad``)."""
     grad_from: Span | None = None
     """Where that mode is set (the ``with`` item or the decorator)."""
+    autocast: str = ""
+    """The autocast state its function sets around it (``NodeAt.autocast``)."""
+    autocast_from: Span | None = None
+    """Where that state is set."""
     forced_eager: bool = False
     """Made under ``torch.compiler.set_stance("force_eager")`` (``NodeAt.forced_eager``): it runs no compiled code."""
     complete: bool = False

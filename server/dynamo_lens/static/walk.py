@@ -33,6 +33,7 @@ from dynamo_lens.static.semantic import lowering as lowering_limits
 from dynamo_lens.static.semantic.classes import AUTOGRAD_FUNCTIONS, owner_links
 from dynamo_lens.static.semantic.contexts import (
     NO_GRAD,
+    autocast_context,
     compiling_test,
     forces_eager,
     grad_context,
@@ -279,6 +280,9 @@ class Walker:
         """Inside a ``set_stance("force_eager")`` context of the current function (``NodeAt.forced_eager``)."""
         self.grad_from: ast.expr | None = None
         """The expression that set it (for related information)."""
+        self.autocast = ""
+        """The autocast state a ``with`` statement or decorator of the current function set (``NodeAt.autocast``)."""
+        self.autocast_from: ast.expr | None = None
         self.requires: tuple[tuple[str, str, bool], ...] = ()
         """What parameters of the current function must be for the current point to run (``NodeAt.requires``)."""
         self.first_call: tuple[tuple[str, str, bool], ...] = ()
@@ -372,6 +376,8 @@ class Walker:
                 self.requires,
                 self.first_call,
                 self.forced_eager,
+                self.autocast,
+                self.autocast_from,
             )
             bucket.append(at)
             if kind in _BINDINGS:
@@ -518,9 +524,9 @@ class Walker:
         else:
             self.block.functions.append(builder)
         saved = (self.scope, self.function, self.loop_depth, self.branch_depth, self.path, self.guarded)
-        saved_grad = (self.grad, self.grad_from, self.forced_eager)
+        saved_grad = (self.grad, self.grad_from, self.forced_eager, self.autocast, self.autocast_from)
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path = scope, builder, 0, 0, ()
-        self.guarded, self.grad, self.grad_from = False, "", None
+        self.guarded, self.grad, self.grad_from, self.autocast, self.autocast_from = False, "", None, "", None
         self.forced_eager = any(forces_eager(self.ctx, d) for d in node.decorator_list)
         saved_requires, self.requires = self.requires, ()
         saved_first_call, self.first_call = self.first_call, ()
@@ -533,9 +539,12 @@ class Walker:
             mode = grad_context(self.ctx, decorator)
             if mode is not None:
                 self.grad, self.grad_from = mode, decorator
+            autocast = autocast_context(self.ctx, decorator)
+            if autocast is not None:
+                self.autocast, self.autocast_from = autocast, decorator
         self._statements(node.body)
         self.scope, self.function, self.loop_depth, self.branch_depth, self.path, self.guarded = saved
-        self.grad, self.grad_from, self.forced_eager = saved_grad
+        self.grad, self.grad_from, self.forced_eager, self.autocast, self.autocast_from = saved_grad
         self.requires = saved_requires
         self.first_call = saved_first_call
 
@@ -701,7 +710,7 @@ class Walker:
         self._branch([node.finalbody], guarded=False)
 
     def _with(self, node: ast.With | ast.AsyncWith) -> None:
-        saved = (self.grad, self.grad_from, self.forced_eager)
+        saved = (self.grad, self.grad_from, self.forced_eager, self.autocast, self.autocast_from)
         for item in node.items:
             self.visit(item.context_expr)
             if item.optional_vars is not None:
@@ -712,8 +721,11 @@ class Walker:
                 mode = method_grad_context(self.ctx, item.context_expr, self.cls.node, self.function.self_name)
             if mode is not None:
                 self.grad, self.grad_from = mode, item.context_expr
+            autocast = autocast_context(self.ctx, item.context_expr)
+            if autocast is not None:
+                self.autocast, self.autocast_from = autocast, item.context_expr
         self._statements(node.body)
-        self.grad, self.grad_from, self.forced_eager = saved
+        self.grad, self.grad_from, self.forced_eager, self.autocast, self.autocast_from = saved
 
     def _match(self, node: ast.Match) -> None:
         self.visit(node.subject)
@@ -1131,6 +1143,8 @@ class Walker:
             in_loop=at.loop_depth > 0,
             grad=at.grad,
             grad_from=self.ctx.span(at.grad_from) if at.grad_from is not None else None,
+            autocast=at.autocast,
+            autocast_from=self.ctx.span(at.autocast_from) if at.autocast_from is not None else None,
             forced_eager=at.forced_eager,
             complete=len(call.args) <= lowering_limits.MAX_OPTIONS
             and not any(isinstance(a, ast.Starred) for a in call.args)

@@ -48,6 +48,41 @@ def grad_context(ctx: FileContext, expr: ast.expr) -> str | None:
     return VARIES
 
 
+AUTOCAST = "autocast"
+NO_AUTOCAST = "autocast off"
+AUTOCAST_UNKNOWN = "an autocast state fixed at run time"
+_AUTOCASTS = {
+    "torch.autocast": 2,
+    "torch.amp.autocast": 2,
+    "torch.amp.autocast_mode.autocast": 2,
+    "torch.cuda.amp.autocast": 0,
+    "torch.cuda.amp.autocast_mode.autocast": 0,
+    "torch.cpu.amp.autocast": 0,
+    "torch.cpu.amp.autocast_mode.autocast": 0,
+}
+"""Autocast context managers → the position of their ``enabled`` argument."""
+
+
+def autocast_context(ctx: FileContext, expr: ast.expr) -> str | None:
+    """The autocast state a context manager or decorator expression sets: :data:`AUTOCAST` (enabled),
+    :data:`NO_AUTOCAST` (``enabled=False``), :data:`AUTOCAST_UNKNOWN` (``enabled=use_amp``: a flag the scan cannot
+    read), or None for anything else."""
+    call = expr if isinstance(expr, ast.Call) else None
+    position = _AUTOCASTS.get(ctx.resolve(call.func if call is not None else expr) or "")
+    if position is None:
+        return None
+    enabled = None
+    if call is not None:
+        enabled = next((k.value for k in call.keywords if k.arg == "enabled"), None)
+        if enabled is None and len(call.args) > position:
+            enabled = call.args[position]
+    if enabled is None:
+        return AUTOCAST
+    if isinstance(enabled, ast.Constant) and isinstance(enabled.value, bool):
+        return AUTOCAST if enabled.value else NO_AUTOCAST
+    return AUTOCAST_UNKNOWN
+
+
 SET_STANCE = "torch.compiler.set_stance"
 FORCE_EAGER = "force_eager"
 """The stance that runs every compiled callable eagerly. Measured on 2.13 (a module counter, the stance set at module

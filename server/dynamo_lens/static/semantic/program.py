@@ -11,13 +11,13 @@ kept in a module-level name is the same wherever a function reads it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from dynamo_lens.model import Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import SELF_FLAG
-from dynamo_lens.static.semantic.evaluate import FunctionValue, Instance, MethodValue, Value
+from dynamo_lens.static.semantic.evaluate import NO_ENV, Env, FunctionValue, Instance, MethodValue, Value
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.reach import Node
 from dynamo_lens.static.summary import CallSite, CompileSite, FileSummary, FunctionSummary, MethodSummary, ModeSwitch
@@ -45,14 +45,15 @@ def calls(summary: FileSummary) -> Iterator[PlacedCall]:
                 yield PlacedCall(call, summary.path, f"{cls.qualname}.{method.name}")
 
 
-def compiled_callees(index: WorkspaceIndex, placed: PlacedCall) -> list[CompileSite]:
+def compiled_callees(index: WorkspaceIndex, placed: PlacedCall, env: Env = NO_ENV) -> list[CompileSite]:
     """The compile sites whose compiled code the call runs (empty: it runs none that we know of, or it is made under
-    ``set_stance("force_eager")``, where compiled code runs eagerly)."""
+    ``set_stance("force_eager")``, where compiled code runs eagerly); ``env`` binds parameters (``self`` to an
+    instance of one class)."""
     holders = index.reach.call_holders()
     if not holders or placed.call.forced_eager:
         return []
     found: list[CompileSite] = []
-    for value in index.evaluator.evaluate(placed.call.func, placed.path):
+    for value in index.evaluator.evaluate(placed.call.func, placed.path, env):
         for site in holders.get(value, ()):
             if site not in found and index.reach.in_program(site, placed.path, placed.function):
                 found.append(site)
@@ -63,22 +64,34 @@ MAX_HOPS = 3
 """How many calls deep :func:`reached_sites` looks for compiled code under a grad context."""
 
 
-def reached_sites(index: WorkspaceIndex, placed: PlacedCall) -> list[CompileSite]:
+def grad_set(call: CallSite) -> str:
+    """The grad mode the call's own function sets around it (``""`` for none): what :func:`reached_sites` follows
+    by default."""
+    return call.grad
+
+
+def reached_sites(
+    index: WorkspaceIndex, placed: PlacedCall, sets_own: Callable[[CallSite], str] = grad_set, env: Env = NO_ENV
+) -> list[CompileSite]:
     """The compile sites whose compiled code the call runs, directly or through the workspace functions it calls
-    (``self._loss_step(batch)``, whose own call of the compiled model sets no grad mode of its own and so runs in
-    the mode of this call), up to :data:`MAX_HOPS` calls deep; none under ``set_stance("force_eager")``."""
+    (``self._loss_step(batch)``, whose own call of the compiled model sets no state of its own (``sets_own``: a grad
+    mode, unless told otherwise) and so runs in the state of this call), up to :data:`MAX_HOPS` calls deep; none
+    under ``set_stance("force_eager")``. ``env`` binds parameters along the way: with ``self`` bound to an instance of
+    one class, ``self.step()`` runs that class's ``step``, not every override's."""
     if placed.call.forced_eager:
         return []
-    found = compiled_callees(index, placed)
-    for value in index.evaluator.evaluate(placed.call.func, placed.path):
-        for inner in _inner_compiled_calls(index, value, MAX_HOPS):
+    found = compiled_callees(index, placed, env)
+    for value in index.evaluator.evaluate(placed.call.func, placed.path, env):
+        for inner in _inner_compiled_calls(index, value, MAX_HOPS, sets_own, env):
             if inner not in found:
                 found.append(inner)
     return found
 
 
-def _inner_compiled_calls(index: WorkspaceIndex, value: Value, hops: int) -> list[CompileSite]:
-    """The sites that calls inside the function or method ``value`` run without setting a grad mode of their own."""
+def _inner_compiled_calls(
+    index: WorkspaceIndex, value: Value, hops: int, sets_own: Callable[[CallSite], str], env: Env
+) -> list[CompileSite]:
+    """The sites that calls inside the function or method ``value`` run without setting a state of their own."""
     if hops <= 0:
         return []
     if isinstance(value, FunctionValue):
@@ -93,21 +106,21 @@ def _inner_compiled_calls(index: WorkspaceIndex, value: Value, hops: int) -> lis
     elif isinstance(value, Instance):
         # calling an object runs its forward (a module) or __call__: a task whose forward calls its compiled model
         called = "forward" if index.is_module_class(value.cls) else "__call__"
-        return _inner_compiled_calls(index, MethodValue(value.cls, called), hops)
+        return _inner_compiled_calls(index, MethodValue(value.cls, called), hops, sets_own, env)
     else:
         return []
 
     def compute() -> list[CompileSite]:
         found: list[CompileSite] = []
         for placed in inner:
-            if placed.call.grad or placed.call.forced_eager:
+            if sets_own(placed.call) or placed.call.forced_eager:
                 continue
-            found.extend(compiled_callees(index, placed))
-            for callee in index.evaluator.evaluate(placed.call.func, placed.path):
-                found.extend(_inner_compiled_calls(index, callee, hops - 1))
+            found.extend(compiled_callees(index, placed, env))
+            for callee in index.evaluator.evaluate(placed.call.func, placed.path, env):
+                found.extend(_inner_compiled_calls(index, callee, hops - 1, sets_own, env))
         return list(dict.fromkeys(found))
 
-    return index.memo(("program.inner", value, hops), compute)
+    return index.memo(("program.inner", value, hops, sets_own, env.key), compute)
 
 
 def switched_sites(index: WorkspaceIndex, path: str, switch: ModeSwitch) -> list[CompileSite]:
