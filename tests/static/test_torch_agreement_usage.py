@@ -196,6 +196,8 @@ CASES = (
     Case("DL203_literal_ints_differ_dynamic_false.py", 3),  # three int literals under dynamic=False
     Case("DL203_ok_literal_same_or_unread.py", 1),  # the same value, or a parameter the function never reads
     Case("DL203_ok_literal_without_tensor_work.py", 1),  # no graph: the frame is skipped, nothing is guarded
+    Case("DL203_optional_mask_left_at_default.py", 2),  # a tensor at one call, None at the others: `is None` guarded
+    Case("DL203_ok_optional_tensor_unread.py", 1),
     # DL206: a reset per step compiles every step (and no recompile is ever logged)
     Case("DL206_reset_per_step.py", 12),
     Case("DL206_compiler_reset_alias.py", 12),
@@ -282,6 +284,11 @@ CASES = (
     # a list input's length is guarded and never dynamic, even under dynamic=True
     Case("DL210_list_grows_past_limit.py", LIMIT, limit_hit=True),
     Case("DL210_list_grows_within_limit.py", 3),
+    Case("DL210_list_length_follows_counter.py", LIMIT, limit_hit=True),
+    # a compiled module's output fed back with grad enabled requires grad; the first input does not
+    Case("DL210_output_fed_back_with_grad.py", 2),
+    Case("DL210_ok_output_fed_back_detached.py", 1),
+    Case("DL210_ok_output_fed_back_no_grad.py", 1),
     Case("DL210_ok_list_rebuilt_each_iteration.py", 1),
     Case("DL210_ok_dtype_loop_unrelated_argument.py", 1),
     Case("DL210_ok_single_dtype.py", 1),

@@ -8,8 +8,9 @@ list of values (or a name bound to one), a number read out of a tensor in the lo
 `int` for a count, else a `float`), arithmetic on them, a comparison of them (`step < warmup`), an f-string built
 from them. Also flags calls of one compiled callable in a file that pass different literals for a parameter it
 reads (a reference pass that leaves `return_logits` at its default `True` before a training loop that passes
-`False`; `heads=2` and `heads=8` under `dynamic=False`): the finding sits on the calls whose value the fewest calls
-share, counting calls in loops first.
+`False`; `heads=2` and `heads=8` under `dynamic=False`), or a tensor at some calls and `None` (passed, or the
+default) at others (`model(prompt, mask=padding)` once, `model(x)` on every decoding step): the finding sits on the
+calls whose value the fewest calls share, counting calls in loops first.
 
 ## Why it matters
 Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATCH n == 2`). Measured on torch 2.13
@@ -38,6 +39,8 @@ Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATC
 * different literals at different calls: a bool left at its default `True` once and passed `False` in the loop
   compiled 2 entries; three int literals under `dynamic=False` compiled 3; a literal that differs only for a
   parameter the function never reads compiled 1. A literal set is finite, so these are `info` up to the limit.
+* a tensor at one call and `None` at the others, for a parameter the function tests (`if mask is not None:`):
+  2 compiles (info); for a parameter it never reads, 1.
 
 ## Example
 ```python
@@ -87,6 +90,7 @@ from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.usage import (
     HandleCall,
     Kind,
+    Usage,
     UsageCandidate,
     judge_usage,
     local_function,
@@ -96,6 +100,7 @@ from dynamo_lens.static.semantic.usage import (
     site_call,
     usage,
 )
+from dynamo_lens.static.semantic.values import ValueKind, kind_of
 from dynamo_lens.static.summary import CompileSite
 from dynamo_lens.torch_facts import TORCH
 
@@ -266,7 +271,15 @@ def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]
     yield from judge_usage(candidate, index)
 
 
-Literal = bool | int | str
+class _Tensor:
+    """What a call passes for a parameter when it passes a tensor, compared with ``None`` (passed, or the default)."""
+
+    def __repr__(self) -> str:
+        return "a tensor"
+
+
+TENSOR = _Tensor()
+Literal = bool | int | str | None | _Tensor
 
 
 def _differing_literals(
@@ -287,7 +300,7 @@ def _differing_literals(
         if not any(isinstance(n, ast.Attribute) for statement in definition.body for n in ast.walk(statement)):
             continue  # no tensor work: Dynamo finds no graph to compile, skips the frame and guards nothing
         read = _names_read(definition)
-        for param, groups in _literal_groups(definition, skip, site_calls).items():
+        for param, groups in _literal_groups(ctx, definition, skip, site_calls).items():
             if len(groups) < 2 or param not in read:
                 continue
             entries, reason = _entries(site, definition, param, list(groups))
@@ -300,10 +313,12 @@ def _differing_literals(
 
 
 def _literal_groups(
-    definition: ast.FunctionDef, skip: int, calls: list[HandleCall]
+    ctx: FileContext, definition: ast.FunctionDef, skip: int, calls: list[HandleCall]
 ) -> dict[str, dict[Literal, list[tuple[HandleCall, ast.expr | None]]]]:
     """Per parameter that every call gives a literal (or leaves at a literal default), the calls by value, each with
-    the argument it passes (None: the default). Values of different types (``1``, ``True``) are not compared."""
+    the argument it passes (None: the default). Values of different types (``1``, ``True``) are not compared, except
+    ``None`` and a tensor (``mask=None`` left at its default, ``mask=torch.ones(...)`` elsewhere)."""
+    table = usage(ctx)
     args = definition.args
     every = [a.arg for a in (*args.posonlyargs, *args.args)]
     positional = every[skip:]
@@ -322,14 +337,31 @@ def _literal_groups(
             if passed is None and 0 <= index < len(call.args):
                 passed = call.args[index]
             value = passed if passed is not None else defaults.get(param)
-            if not isinstance(value, ast.Constant) or not isinstance(value.value, bool | int | str):
+            literal: Literal
+            if isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, bool | int | str)):
+                literal = value.value
+            elif value is not None and _is_tensor(ctx, table, handle_call, value):
+                literal = TENSOR
+            else:
                 break
-            kinds.add(type(value.value))
-            groups.setdefault(value.value, []).append((handle_call, passed))
+            kinds.add(type(literal))
+            groups.setdefault(literal, []).append((handle_call, passed))
         else:
-            if len(kinds) == 1:
+            if len(kinds) == 1 or kinds == {type(None), _Tensor}:
                 found[param] = groups
     return found
+
+
+def _is_tensor(ctx: FileContext, table: Usage, handle_call: HandleCall, value: ast.expr) -> bool:
+    """``value``, passed by the call, is a tensor (made by a ``torch`` function or a tensor method, or a local
+    assigned one)."""
+    scope, here = scope_key(handle_call.at.scope), (handle_call.call.lineno, handle_call.call.col_offset)
+
+    def local(name: str) -> ValueKind:
+        assigned = table.value_of(scope, name, before=here)
+        return kind_of(assigned, ctx.resolve) if assigned is not None else "unknown"
+
+    return kind_of(value, ctx.resolve, local) == "tensor"
 
 
 def _entries(site: CompileSite, definition: ast.FunctionDef, param: str, values: list[Literal]) -> tuple[int, str]:
@@ -337,6 +369,8 @@ def _entries(site: CompileSite, definition: ast.FunctionDef, param: str, values:
     ``dynamic=False`` or as a ``range()`` bound; otherwise the second int makes it dynamic (2 in all; 1 under
     ``dynamic=True``)."""
     kind = type(values[0]).__name__
+    if any(v is None or isinstance(v, _Tensor) for v in values):
+        return len(values), f"{TORCH} guards whether it is `None`, so each has its own compiled entry"
     if isinstance(values[0], bool | str):
         return len(values), f"torch 2.13 guards the {kind} by value, so each value has its own compiled entry"
     dynamic = dict(site.options).get("dynamic")
@@ -359,12 +393,13 @@ def _literal_candidate(
 ) -> UsageCandidate:
     handle_call, argument = group[0]
     callee = handle_call.handle.name
-    here = f"`{param}={value!r}`" + (" (its default)" if argument is None else "")
+    here = f"a tensor for `{param}`" if value is TENSOR else f"`{param}={value!r}`"
+    here += " (its default)" if argument is None else ""
     others = [(v, g[0][0]) for v, g in groups.items() if v != value]
-    elsewhere = ", ".join(f"`{v!r}` at line {c.call.lineno}" for v, c in others[:3])
+    elsewhere = ", ".join(f"{_shown(v)} at line {c.call.lineno}" for v, c in others[:3])
     entries, reason = cost
     message = f"compiled `{callee}` is called with {here} here and with {elsewhere}: {reason}"
-    related = tuple(Related(ctx.span(c.call), f"called with `{v!r}` here") for v, c in others[:3])
+    related = tuple(Related(ctx.span(c.call), f"called with {_shown(v)} here") for v, c in others[:3])
     span = ctx.span(argument if argument is not None else handle_call.call)
     return UsageCandidate(
         RULE.code,
@@ -376,6 +411,10 @@ def _literal_candidate(
         entries=entries,
         bounded_message=f"{message} ({entries} entries in all)",
     )
+
+
+def _shown(value: Literal) -> str:
+    return repr(value) if value is TENSOR else f"`{value!r}`"
 
 
 def _arguments(handle_call: HandleCall) -> Iterator[tuple[int | str, ast.expr]]:

@@ -11,10 +11,14 @@ Dynamo never makes dynamic:
   the site does not say `dynamic=True`): a tensor made with a size that follows a loop counter (`torch.randn(n, 4)`),
   or a slice bounded by one (`x[:n]`);
 * the shape of an `nn.Parameter` made with such a size (`nn.Parameter(torch.randn(n, 4))`), whatever the site says;
-* the length of a list the loop grows (`history.append(x)`, then `summarize(history)`), whatever the site says.
+* the length of a list the loop grows (`history.append(x)`, then `summarize(history)`), or of a list display sized by
+  a loop counter (`[x] * (step + 1)`), whatever the site says.
 
 And a loop that calls a compiled module and changes `requires_grad` of its parameters between the calls
 (`model.layers[epoch].requires_grad_(False)`, or `p.requires_grad = False` for `p` in `model.block.parameters()`).
+
+And a compiled module whose output the loop feeds back as its next input with grad enabled (`state =
+model(state)`), when the first input does not require grad.
 
 And a compiled callable that gets, in the same place, a tensor made under `torch.inference_mode()` (an inference
 tensor) at one call and a normal tensor at another.
@@ -42,6 +46,10 @@ reported).
 A list input is guarded on its length (`len(history) == 3`), which no setting makes dynamic: a list grown by one
 tensor on each of twelve steps compiled 8 times and hit the limit, under `dynamic=True` too (warning); over three
 steps, 3 compiles (info); a list rebuilt with two tensors on every iteration, 1.
+
+A module's output requires grad when grad mode is on (its parameters do): fed back as the next input of an unrolled
+loop whose first input does not, it fails the `requires_grad` part of the tensor guard once (measured: 2 compiles,
+info); detached, or under `no_grad`, 1.
 
 An inference tensor has no autograd dispatch key, and the tensor guard checks the dispatch key set ("tensor 'x'
 dispatch key set mismatch"): a compiled model fed a reference batch made under `inference_mode` and fresh batches made
@@ -76,7 +84,9 @@ a list bound to a list display before a loop around the call that `append`s, `ex
 without rebinding it; how many lengths it reaches is counted only for `range(<literal>)` loops. Inference tensors
 are told only from a local assigned a freshly computed tensor (a `torch` function or a tensor method that never
 returns a view) in the same function or at module level; a model's output made under `inference_mode` is not
-followed.
+followed. An output fed back is reported for a compiled module (a function's output requires grad only when its
+inputs do) called at module level, under `torch.enable_grad()`, or in a function this file calls only from module
+level.
 
 ## Fix safety
 No automatic fix: whether several compiled entries are wanted is the caller's choice.
@@ -98,7 +108,7 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic import settings
-from dynamo_lens.static.semantic.contexts import INFERENCE
+from dynamo_lens.static.semantic.contexts import GRAD, INFERENCE
 from dynamo_lens.static.semantic.usage import (
     HandleCall,
     Loop,
@@ -149,18 +159,33 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         loops = table.enclosing_loops(handle_call.at)
         if not loops or not handle_call.handle.runs_compiled:
             continue
+        fed_back = _output_fed_back(ctx, table, handle_call, loops[-1])
+        if fed_back is not None:
+            yield _fed_back_candidate(ctx, handle_call, *fed_back)
         change = _requires_grad_change(loops[-1], handle_call)
         if change is not None and id(change.node) not in frozen:
             frozen.add(id(change.node))
             yield _requires_grad_candidate(ctx, handle_call, change)
         scope, here = scope_key(handle_call.at.scope), position(handle_call.call)
-        growing = _growing_list(table, handle_call, loops)
-        if growing is not None:
-            yield _length_candidate(ctx, handle_call, *growing)
         arguments = (*handle_call.call.args, *(k.value for k in handle_call.call.keywords))
         dynamic = dict(handle_call.handle.site.options).get("dynamic")
         counters = loop_scalars(loops, partial(table.value_of, scope, before=here))
         ints = {name for name, kind in counters.items() if kind == "int"}
+        growing = _growing_list(table, handle_call, loops)
+        if growing is not None:
+            argument, grows, loop = growing
+            how = f"passes a list that the loop grows (`{ctx.source(grows.func, 40)}`)"
+            yield _length_candidate(
+                ctx, handle_call, argument, how, Related(ctx.span(grows), "the list grows here"), loop
+            )
+        else:
+            listed = _list_sized_by_counter(arguments, loops, ints)
+            if listed is not None:
+                argument, counter, loop = listed
+                how = f"passes a list whose length follows `{counter}`"
+                yield _length_candidate(
+                    ctx, handle_call, argument, how, Related(ctx.span(loop.target), "the loop counter"), loop
+                )
         sized = _sized_by_counter(ctx, table, scope, here, arguments, ints)
         if sized is not None:
             argument, counter, parameter = sized
@@ -261,15 +286,37 @@ def _growing_list(table: Usage, handle_call: HandleCall, loops: list[Loop]) -> t
 LIST_GROWERS = frozenset({"append", "extend", "insert"})
 
 
+def _list_sized_by_counter(
+    arguments: Iterable[ast.expr], loops: list[Loop], ints: set[str]
+) -> tuple[ast.expr, str, ast.For | ast.AsyncFor] | None:
+    """The first argument that is a list display whose length follows an int loop counter (``[x] * (step + 1)``,
+    ``[f(i) for i in range(step)]``), with the counter and its loop."""
+    for argument in arguments:
+        value = argument.value if isinstance(argument, ast.Starred) else argument
+        sizes: set[str] = set()
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+            if isinstance(value.left, ast.List):
+                sizes = names_in(value.right)
+            elif isinstance(value.right, ast.List):
+                sizes = names_in(value.left)
+        elif isinstance(value, ast.ListComp) and len(value.generators) == 1:
+            source = value.generators[0].iter
+            if isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "range":
+                sizes = {name for bound in source.args for name in names_in(bound)}
+        for counter in sorted(sizes & ints):
+            for loop in loops:
+                if isinstance(loop, ast.For | ast.AsyncFor) and counter in names_in(loop.target):
+                    return argument, counter, loop
+    return None
+
+
 def _length_candidate(
-    ctx: FileContext, handle_call: HandleCall, argument: ast.expr, grows: ast.Call, loop: Loop
+    ctx: FileContext, handle_call: HandleCall, argument: ast.expr, how: str, related: Related, loop: Loop
 ) -> UsageCandidate:
     site = handle_call.handle.site
-    text = ctx.source(argument, 40)
     changes = (
-        f"`{text}` passes a list that the loop grows (`{ctx.source(grows.func, 40)}`), so its length changes on each "
-        f"iteration: {TORCH} guards the length of a list input and never makes it dynamic, whatever `dynamic=` says, "
-        "so each length compiles once"
+        f"`{ctx.source(argument, 40)}` {how}, so its length changes on each iteration: {TORCH} guards the length of "
+        "a list input and never makes it dynamic, whatever `dynamic=` says, so each length compiles once"
     )
     count = _iterations(loop)
     return UsageCandidate(
@@ -278,7 +325,7 @@ def _length_candidate(
         f"{changes}; {settings.PAST_LIMIT}",
         RULE.default_severity,
         (site,),
-        related=(Related(ctx.span(grows), "the list grows here"),),
+        related=(related,),
         entries=count or 0,
         bounded_message=f"{changes} ({count} compiles in all)",
     )
@@ -369,6 +416,90 @@ class _RequiresGradChange:
     """Which parameters it changes follows the loop (``model.layers[epoch]``): a new set on every iteration."""
     toggles: bool
     """The value it sets follows the loop (``requires_grad_(epoch % 2 == 0)``)."""
+
+
+def _output_fed_back(
+    ctx: FileContext, table: Usage, handle_call: HandleCall, loop: Loop
+) -> tuple[ast.Name, ast.stmt, ast.expr] | None:
+    """An argument that the loop rebinds to what this compiled module returned (``x = model(x)``), with grad enabled,
+    where the value before the loop is a tensor that does not require grad: the first call gets a tensor without
+    ``requires_grad``, the next ones the module's output, which has it (its parameters require grad). With the
+    rebinding statement and the first value."""
+    if not handle_call.handle.module or not _runs_with_grad(ctx, handle_call.at):
+        return None
+    scope = scope_key(handle_call.at.scope)
+    for argument in (*handle_call.call.args, *(k.value for k in handle_call.call.keywords)):
+        if not isinstance(argument, ast.Name):
+            continue
+        rebinding = next(
+            (
+                node
+                for node in ast.walk(loop)
+                if isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == argument.id for t in node.targets)
+            ),
+            None,
+        )
+        if rebinding is None or not _keeps_grad_of(rebinding.value, handle_call.call):
+            continue
+        first = table.value_of(scope, argument.id, before=position(loop))
+        if first is None or kind_of(first, ctx.resolve) != "tensor" or _asks_grad(first):
+            continue
+        return argument, rebinding, first
+    return None
+
+
+DROPS_GRAD = frozenset({"detach", "detach_", "data", "item", "tolist", "numpy", "requires_grad_"})
+
+
+def _keeps_grad_of(value: ast.expr, call: ast.Call) -> bool:
+    """``value`` is ``call``'s result, or made from it without detaching it (``model(x).relu()``)."""
+    nodes = list(ast.walk(value))
+    return any(node is call for node in nodes) and not any(
+        isinstance(node, ast.Attribute) and node.attr in DROPS_GRAD for node in nodes
+    )
+
+
+def _asks_grad(value: ast.expr) -> bool:
+    return any(isinstance(node, ast.keyword) and node.arg == "requires_grad" for node in ast.walk(value)) or any(
+        isinstance(node, ast.Attribute) and node.attr == "requires_grad_" for node in ast.walk(value)
+    )
+
+
+def _runs_with_grad(ctx: FileContext, at: NodeAt) -> bool:
+    """Grad mode is on where ``at`` runs: its function turns it on, or sets nothing and is module-level code or a
+    function this file calls only from module-level code that sets nothing."""
+    if at.grad:
+        return at.grad == GRAD
+    function = at.scope.function
+    if function is None:
+        return True
+    name = getattr(function.node, "name", "")
+    callers = [
+        call
+        for call in ctx.nodes(ast.Call)
+        if isinstance(call.node, ast.Call) and isinstance(func := call.node.func, ast.Name) and func.id == name
+    ]
+    return bool(callers) and all(c.grad in ("", GRAD) and c.scope.function is None for c in callers)
+
+
+def _fed_back_candidate(
+    ctx: FileContext, handle_call: HandleCall, argument: ast.Name, rebinding: ast.stmt, first: ast.expr
+) -> UsageCandidate:
+    name = handle_call.handle.name
+    message = (
+        f"`{argument.id}` is fed back from what compiled `{name}` returned on the previous iteration, a tensor that "
+        f"requires grad (grad mode is on and the module's parameters require grad), while the first call gets one "
+        f"that does not: {TORCH} guards `requires_grad` of every tensor input, so the second call compiles a second "
+        "entry (2 compiles, each reused); run the loop under `torch.no_grad()` or feed back a `.detach()`ed tensor"
+    )
+    related = (
+        Related(ctx.span(first), "the first input, without `requires_grad`"),
+        Related(ctx.span(rebinding), "the output fed back here"),
+    )
+    return UsageCandidate(
+        RULE.code, ctx.span(argument), message, Severity.INFO, (handle_call.handle.site,), related=related
+    )
 
 
 def _requires_grad_change(loop: Loop, handle_call: HandleCall) -> _RequiresGradChange | None:
