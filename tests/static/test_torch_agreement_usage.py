@@ -198,6 +198,9 @@ CASES = (
     Case("DL203_ok_literal_without_tensor_work.py", 1),  # no graph: the frame is skipped, nothing is guarded
     Case("DL203_optional_mask_left_at_default.py", 2),  # a tensor at one call, None at the others: `is None` guarded
     Case("DL203_ok_optional_tensor_unread.py", 1),
+    Case("DL203_dict_key_sets_differ.py", 3),  # an iterated dict input: each key set is an entry
+    Case("DL203_dict_keys_in_another_order.py", 2),  # ... and each order
+    Case("DL203_ok_dict_indexed_by_key.py", 1),  # read by key only: other keys and order unguarded
     # DL206: a reset per step compiles every step (and no recompile is ever logged)
     Case("DL206_reset_per_step.py", 12),
     Case("DL206_compiler_reset_alias.py", 12),

@@ -9,8 +9,9 @@ list of values (or a name bound to one), a number read out of a tensor in the lo
 from them. Also flags calls of one compiled callable in a file that pass different literals for a parameter it
 reads (a reference pass that leaves `return_logits` at its default `True` before a training loop that passes
 `False`; `heads=2` and `heads=8` under `dynamic=False`), or a tensor at some calls and `None` (passed, or the
-default) at others (`model(prompt, mask=padding)` once, `model(x)` on every decoding step): the finding sits on the
-calls whose value the fewest calls share, counting calls in loops first.
+default) at others (`model(prompt, mask=padding)` once, `model(x)` on every decoding step), or dict displays with
+different keys, or the same keys in another order, for a parameter the function iterates (`batch.values()`): the
+finding sits on the calls whose value the fewest calls share, counting calls in loops first.
 
 ## Why it matters
 Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATCH n == 2`). Measured on torch 2.13
@@ -41,6 +42,9 @@ Dynamo first specialises every Python scalar argument to its value (`EQUALS_MATC
   parameter the function never reads compiled 1. A literal set is finite, so these are `info` up to the limit.
 * a tensor at one call and `None` at the others, for a parameter the function tests (`if mask is not None:`):
   2 compiles (info); for a parameter it never reads, 1.
+* dicts passed to a parameter the function iterates: each key set, and each order of the keys, is an entry
+  (`list(dict.keys(batch))[0] == 'image'`): three layouts compiled 3, a reordered dict 2; read only by key
+  (`batch["image"]`), three layouts compiled 1, and are not reported.
 
 ## Example
 ```python
@@ -279,7 +283,20 @@ class _Tensor:
 
 
 TENSOR = _Tensor()
-Literal = bool | int | str | None | _Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class _Keys:
+    """The keys, in order, of a dict display a call passes (``{"image": x}``) to a parameter the compiled function
+    iterates: Dynamo then guards each key at its position (``list(dict.keys(batch))[0] == 'image'``)."""
+
+    keys: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return "a dict with keys " + ", ".join(repr(k) for k in self.keys)
+
+
+Literal = bool | int | str | None | _Tensor | _Keys
 
 
 def _differing_literals(
@@ -317,7 +334,8 @@ def _literal_groups(
 ) -> dict[str, dict[Literal, list[tuple[HandleCall, ast.expr | None]]]]:
     """Per parameter that every call gives a literal (or leaves at a literal default), the calls by value, each with
     the argument it passes (None: the default). Values of different types (``1``, ``True``) are not compared, except
-    ``None`` and a tensor (``mask=None`` left at its default, ``mask=torch.ones(...)`` elsewhere)."""
+    ``None`` and a tensor (``mask=None`` left at its default, ``mask=torch.ones(...)`` elsewhere). A dict display
+    with string keys counts by its key set."""
     table = usage(ctx)
     args = definition.args
     every = [a.arg for a in (*args.posonlyargs, *args.args)]
@@ -342,6 +360,8 @@ def _literal_groups(
                 literal = value.value
             elif value is not None and _is_tensor(ctx, table, handle_call, value):
                 literal = TENSOR
+            elif isinstance(value, ast.Dict) and all(_string(k) for k in value.keys) and _iterates(definition, param):
+                literal = _Keys(tuple(str(k.value) for k in value.keys if isinstance(k, ast.Constant)))
             else:
                 break
             kinds.add(type(literal))
@@ -369,6 +389,8 @@ def _entries(site: CompileSite, definition: ast.FunctionDef, param: str, values:
     ``dynamic=False`` or as a ``range()`` bound; otherwise the second int makes it dynamic (2 in all; 1 under
     ``dynamic=True``)."""
     kind = type(values[0]).__name__
+    if isinstance(values[0], _Keys):
+        return len(values), f"{TORCH} guards the keys of a dict it iterates, in order, so each has its own entry"
     if any(v is None or isinstance(v, _Tensor) for v in values):
         return len(values), f"{TORCH} guards whether it is `None`, so each has its own compiled entry"
     if isinstance(values[0], bool | str):
@@ -393,7 +415,7 @@ def _literal_candidate(
 ) -> UsageCandidate:
     handle_call, argument = group[0]
     callee = handle_call.handle.name
-    here = f"a tensor for `{param}`" if value is TENSOR else f"`{param}={value!r}`"
+    here = f"{value!r} for `{param}`" if isinstance(value, _Tensor | _Keys) else f"`{param}={value!r}`"
     here += " (its default)" if argument is None else ""
     others = [(v, g[0][0]) for v, g in groups.items() if v != value]
     elsewhere = ", ".join(f"{_shown(v)} at line {c.call.lineno}" for v, c in others[:3])
@@ -414,7 +436,37 @@ def _literal_candidate(
 
 
 def _shown(value: Literal) -> str:
-    return repr(value) if value is TENSOR else f"`{value!r}`"
+    return repr(value) if isinstance(value, _Tensor | _Keys) else f"`{value!r}`"
+
+
+ITERATING_METHODS = frozenset({"keys", "values", "items"})
+ITERATING_BUILTINS = frozenset({"len", "list", "tuple", "sorted", "enumerate", "zip"})
+
+
+def _iterates(definition: ast.FunctionDef, param: str) -> bool:
+    """The function iterates its parameter ``param`` (``batch.values()``, ``for k in batch``, ``len(batch)``,
+    ``**batch``): indexing it by a literal key alone guards neither the other keys nor their order (measured: 1
+    compile for three layouts)."""
+
+    def named(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id == param
+
+    for node in ast.walk(definition):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ITERATING_METHODS and named(func.value):
+                return True
+            if isinstance(func, ast.Name) and func.id in ITERATING_BUILTINS and any(named(a) for a in node.args):
+                return True
+            if any(k.arg is None and named(k.value) for k in node.keywords):
+                return True
+        elif isinstance(node, ast.For | ast.comprehension) and named(node.iter):
+            return True
+    return False
+
+
+def _string(key: ast.expr | None) -> bool:
+    return isinstance(key, ast.Constant) and isinstance(key.value, str)
 
 
 def _arguments(handle_call: HandleCall) -> Iterator[tuple[int | str, ast.expr]]:
