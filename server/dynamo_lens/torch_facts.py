@@ -29,6 +29,18 @@ def is_torch_nn_module(dotted: str) -> bool:
     return dotted.startswith("torch.nn.") and last[:1].isupper() and last not in NOT_MODULES
 
 
+MODULE_HOOK_REGISTRATIONS = frozenset(
+    {
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_backward_hook",
+    }
+)
+"""``nn.Module`` methods that add a hook to the module's hook dicts (what ``skip_nnmodule_hook_guards`` leaves
+unguarded)."""
+
 MAY_RETURN_INPUT = frozenset(
     {"view", "view_as", "reshape", "reshape_as", "detach", "to", "type", "type_as", "t", "transpose", "permute",
      "squeeze", "unsqueeze", "expand", "expand_as", "contiguous", "flatten", "unflatten", "narrow", "select",

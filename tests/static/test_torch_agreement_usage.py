@@ -307,6 +307,7 @@ CASES = (
     Case("DL401_top_level_torch_nn.py", 1, hooks=Hooks.SILENT),
     Case("DL401_hook_comprehension.py", 1, hooks=Hooks.SILENT),
     Case("DL401_hook_added_by_helper.py", 1, hooks=Hooks.SILENT),
+    Case("DL401_helper_in_another_file/train.py", 1, hooks=Hooks.SILENT),  # the helper is imported
     Case("DL401_hook_guards_on.py", 2, hooks=Hooks.SAME),  # skip_nnmodule_hook_guards = False: one recompile
     Case("DL401_ok_hook_helper_before_first_call.py", 1, hooks=Hooks.SAME),
     Case("DL401_ok_before_first_call.py", 1, hooks=Hooks.SAME),

@@ -42,7 +42,9 @@ Register hooks before the first call of the compiled module, or call `torch._dyn
 ## Known limitations
 "After the compiled code has run" is decided by statement order within one function: a call of the compiled module
 or function earlier in the same function, or an enclosing loop that calls it. Hooks registered through helper
-functions are followed one level deep, for module-level functions of the same file; helpers in other files are not.
+functions are followed one level deep: module-level functions of the same file, and functions imported from
+another file of the workspace that register hooks on submodules of the parameter the compiled module is passed to
+(`for child in module.children(): child.register_forward_hook(...)`).
 
 ## Fix safety
 The fix "Guard module hooks" sets `torch._dynamo.config.skip_nnmodule_hook_guards = False` below the imports of the
@@ -64,10 +66,12 @@ from typing import TYPE_CHECKING
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Fix, Related, Severity
+from dynamo_lens.static import exprs
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic import settings
+from dynamo_lens.static.semantic.evaluate import FunctionValue
+from dynamo_lens.static.semantic.program import calls
 from dynamo_lens.static.semantic.usage import (
-    HandleCall,
     Usage,
     UsageCandidate,
     after_compiled_run,
@@ -77,7 +81,8 @@ from dynamo_lens.static.semantic.usage import (
     root_name,
     usage,
 )
-from dynamo_lens.torch_facts import TORCH
+from dynamo_lens.static.summary import CallSite
+from dynamo_lens.torch_facts import MODULE_HOOK_REGISTRATIONS, TORCH
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -93,21 +98,14 @@ RULE = Rule(
 )
 
 
-HOOKS = frozenset(
-    {
-        "register_forward_hook",
-        "register_forward_pre_hook",
-        "register_full_backward_hook",
-        "register_full_backward_pre_hook",
-        "register_backward_hook",
-    }
-)
+HOOKS = MODULE_HOOK_REGISTRATIONS
 
 
 def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
     table = usage(ctx)
     if not table.handles:
         return
+    yield from _imported_helper_calls(ctx, table)
     for at, call, func in method_calls(ctx, HOOKS):
         reach = reach_of(table, at, func.value)
         if reach is None:
@@ -119,7 +117,8 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         if earlier is None:
             continue
         registers = f"`{func.attr}` on `{ctx.source(func.value, 40)}`"
-        yield _skipped(after_compiled_run(ctx, RULE, call, "", reach, earlier), registers, earlier, "this hook")
+        found = after_compiled_run(ctx, RULE, call, "", reach, earlier)
+        yield _skipped(found, registers, earlier.handle.name, "this hook")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +131,9 @@ class SkippedHooks(UsageCandidate):
     ran: str = ""
 
 
-def _skipped(found: UsageCandidate, registers: str, earlier: HandleCall, hooks: str) -> SkippedHooks:
+def _skipped(found: UsageCandidate, registers: str, ran: str, hooks: str) -> SkippedHooks:
     message = (
-        f"{registers} after compiled `{earlier.handle.name}` already ran: {TORCH} does not guard hook dicts that were "
+        f"{registers} after compiled `{ran}` already ran: {TORCH} does not guard hook dicts that were "
         f"empty when it compiled (`skip_nnmodule_hook_guards`), so the compiled code never calls {hooks}: no "
         "recompile, no error, and results silently differ from eager"
     )
@@ -146,17 +145,112 @@ def _skipped(found: UsageCandidate, registers: str, earlier: HandleCall, hooks: 
         found.sites,
         related=found.related,
         registers=registers,
-        ran=earlier.handle.name,
+        ran=ran,
     )
 
 
 GUARD_HOOKS = "Guard module hooks (skip_nnmodule_hook_guards = False)"
 
 
+@dataclass(frozen=True, slots=True)
+class HelperCall(SkippedHooks):
+    """A call, after compiled code ran, of a function imported from another file that is passed a compiled module
+    (``attach_probes(model, store)``): the link finds out whether that function registers hooks on submodules of
+    the parameter it is passed (``place``: a position or a keyword)."""
+
+    place: int | str = 0
+    argument: str = ""
+
+
+def _imported_helper_calls(ctx: FileContext, table: Usage) -> Iterator[UsageCandidate]:
+    """Calls of imported functions (``attach_probes(model)``, ``probes.attach(model)``) that pass a compiled module
+    after compiled code ran: candidates the link keeps only when the function registers hooks on its submodules."""
+    for at in ctx.nodes(ast.Call):
+        call = at.node
+        assert isinstance(call, ast.Call)
+        ref = ctx.ref(call.func) if isinstance(call.func, ast.Name | ast.Attribute) else None
+        if ref is None or ref.is_local or ref.dotted.partition(".")[0] in ("torch", "builtins"):
+            continue
+        places: list[tuple[int | str, ast.expr]] = [
+            (i, a) for i, a in enumerate(call.args) if not isinstance(a, ast.Starred)
+        ]
+        places += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        for place, argument in places:
+            reach = reach_of(table, at, argument) if isinstance(argument, ast.Name | ast.Attribute) else None
+            earlier = table.ran_before(set(reach.sites), at) if reach is not None else None
+            if reach is None or earlier is None:
+                continue
+            found = after_compiled_run(ctx, RULE, call, "", reach, earlier)
+            yield HelperCall(
+                found.code,
+                found.span,
+                "",
+                found.severity,
+                found.sites,
+                related=found.related,
+                ran=earlier.handle.name,
+                place=place,
+                argument=ctx.source(argument, 30),
+            )
+            break
+
+
+def _registered_by_callee(index: WorkspaceIndex, candidate: HelperCall) -> tuple[str, CallSite] | None:
+    """The function of another file the call runs and its call that registers a hook on a submodule of the parameter
+    the compiled module is passed to."""
+    path = candidate.span.path
+    summary = index.summary(path)
+    placed = next((p for p in calls(summary) if p.call.span == candidate.span), None) if summary else None
+    if placed is None:
+        return None
+    for value in index.evaluator.evaluate(placed.call.func, path):
+        if not isinstance(value, FunctionValue) or value.key[0] == path:
+            continue  # a function of this file is followed where it is defined
+        function = index.files.function_summary(value.key)
+        if function is None:
+            continue
+        place = candidate.place
+        param = place if isinstance(place, str) else function.params[place] if place < len(function.params) else None
+        for inner in function.calls:
+            func = inner.func
+            if isinstance(func, exprs.Attr) and func.attr in HOOKS and _submodule_of(func.value) == param:
+                return value.key[1], inner
+    return None
+
+
+def _submodule_of(expr: exprs.Expr) -> str | None:
+    """The parameter whose submodule a lowered receiver names (``module.encoder``, the variable of ``for m in
+    module.children()``), or None (the parameter itself, or anything else)."""
+    steps = 0
+    while True:
+        expr = exprs.without_identity(expr)
+        if isinstance(expr, exprs.OneOf):
+            found = {_submodule_of(option) for option in expr.options} - {None}
+            return found.pop() if len(found) == 1 else None
+        if isinstance(expr, exprs.Attr | exprs.Item):
+            expr, steps = expr.value, steps + 1
+        elif isinstance(expr, exprs.Call) and isinstance(expr.func, exprs.Attr) and not expr.args:
+            expr, steps = expr.func.value, steps + 1  # `module.children()`
+        elif isinstance(expr, exprs.Param):
+            return expr.name if steps else None
+        else:
+            return None
+
+
 def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
     """Under ``skip_nnmodule_hook_guards = False`` the hook dicts are guarded: the next call recompiles and runs the
     hooks (measured: 2 compiles, the hooks fire as often as in eager), a bounded cost; otherwise the finding offers
     that setting."""
+    if isinstance(candidate, HelperCall):
+        registered = _registered_by_callee(index, candidate)
+        if registered is None:
+            return
+        name, hook = registered
+        func = hook.func
+        assert isinstance(func, exprs.Attr)
+        registers = f"`{name}(...)` registers `{func.attr}` on submodules of `{candidate.argument}`"
+        shown = _skipped(candidate, registers, candidate.ran, "these hooks")
+        candidate = replace(shown, related=(*shown.related, Related(hook.span, "the hook is registered here")))
     if isinstance(candidate, SkippedHooks):
         guarded = settings.in_force(index, "skip_nnmodule_hook_guards", "False", candidate.sites)
         if guarded is not None:
@@ -209,7 +303,7 @@ def _through_helper(table: Usage, at: NodeAt, func: ast.Attribute) -> Iterator[U
         )
         found = after_compiled_run(ctx, RULE, call, "", reach, earlier)
         found = replace(found, related=(*found.related, Related(ctx.span(func), "the hook is registered here")))
-        yield _skipped(found, registers, earlier, "these hooks")
+        yield _skipped(found, registers, earlier.handle.name, "these hooks")
 
 
 def _submodule_param(table: Usage, at: NodeAt, receiver: ast.expr, params: frozenset[str]) -> str | None:

@@ -25,6 +25,7 @@ from dynamo_lens.static import exprs
 from dynamo_lens.static.context import PARTIAL, FileContext, NodeAt, Scope
 from dynamo_lens.static.exprs import UNKNOWN, Expr
 from dynamo_lens.static.summary import LOCAL, Ref
+from dynamo_lens.torch_facts import MODULE_HOOK_REGISTRATIONS
 
 RETURNS_RECEIVER = frozenset(
     {"to", "cuda", "cpu", "eval", "train", "half", "bfloat16", "float", "double", "requires_grad_", "to_empty",
@@ -159,6 +160,7 @@ class Lowering:
             steps == 1
             and isinstance(func, ast.Attribute)
             and func.attr not in ("forward", "__call__")
+            and func.attr not in MODULE_HOOK_REGISTRATIONS  # on a submodule a helper was passed: DL401 follows it
             and not self.is_self(name, at)
             and self._is_local(name, at)
         ):
