@@ -237,6 +237,7 @@ CASES = (
     Case("DL208_ok_factory_method_builds_each_module.py", 1),  # config.build() makes a new module per call
     Case("DL208_ok_helper_compiles_teacher_and_student.py", 1),  # two classes: one forward, one mode each
     Case("DL208_helper_compiles_two_modules_of_one_class.py", 2),  # one class: its forward sees both modes
+    Case("DL208_finding_on_the_variable_in_both_modes.py", 2),  # shown where one variable runs in both modes
     Case("DL208_ok_dict_key_picks_eager_model.py", 1),  # runs["eager"] is the uncompiled model
     Case("DL208_models_unpacked_into_attributes.py", 2),  # self.policy, self.reference = self._set_up()
     Case("DL208_ok_eval_under_force_eager.py", 1),  # set_stance("force_eager") runs the evaluation eagerly

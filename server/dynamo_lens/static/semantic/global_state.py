@@ -103,7 +103,7 @@ def differing_states(index: WorkspaceIndex, part: StatePart) -> Iterator[Differi
             if sharing:
                 elsewhere = [other for other in others if _shares_code(index, site, other, sharing)]
                 states = {state} | {part.of(other.call) or part.default for other in elsewhere}
-                shown = _representative(sharing, default_functions.get((site, path), set()))
+                shown = _representative(sharing, elsewhere, default_functions.get((site, path), set()))
                 yield DifferingState(site, shown, sharing, states, elsewhere)
 
 
@@ -282,10 +282,29 @@ def _set_around(index: WorkspaceIndex, part: StatePart, path: str, function: str
     return index.memo(("global_state.set_around", part.name, path, function, depth), compute)
 
 
-def _representative(same: list[PlacedCall], default_functions: set[str]) -> PlacedCall:
-    """One finding per compile site, file and mode: at a call next to calls in the other mode (the same function),
-    else at the first one."""
+def _representative(same: list[PlacedCall], elsewhere: list[PlacedCall], default_functions: set[str]) -> PlacedCall:
+    """One finding per compile site, file and mode: at a call through a variable that also runs in another mode
+    (``model`` under ``no_grad`` after ``model(batch)`` trained), else at a call next to calls in the default mode
+    (the same function), else at the first one."""
+    holders = {holder for other in elsewhere for holder in _holders(other)}
+    for placed in same:
+        if holders & _holders(placed):
+            return placed
     for placed in same:
         if placed.function in default_functions:
             return placed
     return same[0]
+
+
+def _holders(placed: PlacedCall) -> set[tuple[str, str, str]]:
+    """The variables a call reads its callee from (``model`` of ``model(batch)``): a function's local, or a
+    module-level name of the call's file."""
+    func = placed.call.func
+    options = func.options if isinstance(func, exprs.OneOf) else (func,)
+    found: set[tuple[str, str, str]] = set()
+    for option in options:
+        if isinstance(option, exprs.Local):
+            found.add((placed.path, option.function, option.name))
+        elif isinstance(option, exprs.Global):
+            found.add((placed.path, "", option.name))
+    return found
