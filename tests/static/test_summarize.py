@@ -229,3 +229,26 @@ if __name__ == "__main__":
         ("stance", "'force_eager'", 11, True),  # `with set_stance(...)`: its body only
         ("stance", "'fail_on_recompile'", 15, False),  # a script always takes `if __name__ == "__main__":`
     ]
+
+
+def test_a_setting_in_a_try_body_runs_and_one_in_a_handler_loop_or_if_may_not() -> None:
+    text = """
+import torch
+
+try:
+    torch._dynamo.config.cache_size_limit = 1_000_000
+except AttributeError:
+    torch._dynamo.config.recompile_limit = 64
+for _ in range(2):
+    torch._dynamo.config.specialize_int = True
+if torch.cuda.is_available():
+    torch._dynamo.config.capture_scalar_outputs = True
+"""
+    summary = summarize("/w/tried.py", text)
+    recorded = [(s.name, s.value, s.span.line, s.conditional) for s in summary.settings]
+    assert recorded == [
+        ("recompile_limit", "1000000", 5, False),  # a `try` body runs (timm's optim/kron.py raises the limit so)
+        ("recompile_limit", "64", 7, True),
+        ("specialize_int", "True", 9, True),  # a loop body may run zero times
+        ("capture_scalar_outputs", "True", 11, True),
+    ]

@@ -162,7 +162,7 @@ def _setting(
         ctx.span(where),
         function.qualname if function is not None else "",
         decorates,
-        conditional or at.branch_depth > 0,
+        conditional or at.guarded or at.loop_depth > 0,  # a `try` body runs: `try: config.x = 1 except: ...`
         environment,
     )
 
