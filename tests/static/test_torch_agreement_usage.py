@@ -272,6 +272,12 @@ CASES = (
     # DL210: dtypes are never dynamic (one compile per dtype, the limit past eight), nor sizes under dynamic=False
     Case("DL210_parameter_shape_follows_counter.py", LIMIT, limit_hit=True),  # parameter shapes stay static
     Case("DL210_ok_parameter_shape_static_off.py", 2),  # force_parameter_static_shapes = False: dynamic
+    # one call per parameter of a model: one entry per distinct parameter shape where shapes stay static
+    Case("DL210_parameter_loop_gradient_static.py", LIMIT, limit_hit=True),
+    Case("DL210_optimizer_step_per_parameter.py", LIMIT, limit_hit=True),
+    Case("DL210_parameter_loop_parameter_itself.py", LIMIT, limit_hit=True),
+    Case("DL210_parameter_loop_raised_limit.py", 10, limit=16),
+    Case("DL210_ok_parameter_loop_gradient_default.py", 3),
     Case("DL210_dtype_loop.py", 4),
     Case("DL210_dtype_loop_past_limit.py", LIMIT, limit_hit=True),
     Case("DL210_dtype_loop_raised_limit.py", 10, limit=10),  # within the project's limit: bounded

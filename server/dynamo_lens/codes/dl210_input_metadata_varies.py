@@ -11,6 +11,10 @@ Dynamo never makes dynamic:
   the site does not say `dynamic=True`): a tensor made with a size that follows a loop counter (`torch.randn(n, 4)`),
   or a slice bounded by one (`x[:n]`);
 * the shape of an `nn.Parameter` made with such a size (`nn.Parameter(torch.randn(n, 4))`), whatever the site says;
+* the shape of each parameter, in a loop over a model's parameters (`for p in model.parameters()`,
+  `for p in group["params"]` in an optimizer's `step`): the parameter itself whatever the site says, or a tensor of
+  its shape (`p.grad`, `torch.zeros_like(p)`, a local assigned one) under `dynamic=False` or
+  `automatic_dynamic_shapes = False`;
 * the length of a list the loop grows (`history.append(x)`, then `summarize(history)`), or of a list display sized by
   a loop counter (`[x] * (step + 1)`), whatever the site says.
 
@@ -36,6 +40,12 @@ that off: twelve sizes compiled eight times and hit the limit (a warning); so do
 (8 compiles and the limit; with `dynamic=True` at the site, 1 compile). Parameters are the exception:
 `force_parameter_static_shapes` (on by default) keeps their shapes static, so twelve `nn.Parameter` inputs of twelve
 sizes compiled 8 times and hit the limit even under `dynamic=True`; with the setting off, 2 (not reported).
+A call made once per parameter of a model brings one shape per parameter: a ten-parameter model with ten distinct
+shapes compiled 8 times and hit the limit, passing the parameters themselves (default `dynamic`), or their
+gradients under `dynamic=False` (from a module-level loop, or from an optimizer's `step()` calling a helper it
+compiled in `__init__`); under a project limit of 16, 10 compiles (info: how many distinct shapes a model has is
+not known to the scan, so the finding is a warning unless the project raised the limit). Gradients under the
+default `dynamic`: 3 compiles, one per rank (not reported).
 
 Parameters are guarded like inputs, `requires_grad` included ("requires_grad mismatch"). Measured over 10 epochs:
 freezing one more block each epoch (progressive layer freezing) compiled 8 times and hit the limit (warning);
@@ -77,7 +87,10 @@ Only loops over a literal list or tuple of `torch` dtypes (or a name bound to on
 are followed, and only arguments whose expression (or the local it names) mentions the loop variable. A dtype that
 comes from a parametrized test or a config is not seen. Sizes are followed from loop counters (`range()`, `+=`) into
 `torch.randn/rand/zeros/ones/empty/full` sizes and slice bounds, under a literal `dynamic=False` or the project's
-`automatic_dynamic_shapes = False` only.
+`automatic_dynamic_shapes = False` only. A loop over parameters is one over `.parameters()`,
+`.named_parameters()` or a `["params"]` entry of a parameter group; an argument is followed to the parameter through
+`.grad`, `.data`, shape-keeping tensor methods and arithmetic, `torch.*_like` and locals, not through other
+functions (`flatten(p.grad)`) or optimizer state (`state["momentum_buffer"]`).
 `requires_grad` changes are seen in the loop that calls the compiled module, on an expression rooted at its name;
 a callback or a helper that freezes layers elsewhere is not followed. A growing list is seen when the argument names
 a list bound to a list display before a loop around the call that `append`s, `extend`s or `insert`s into it
@@ -125,7 +138,7 @@ from dynamo_lens.static.semantic.usage import (
 )
 from dynamo_lens.static.semantic.values import ValueKind, kind_of
 from dynamo_lens.static.summary import CompileSite
-from dynamo_lens.torch_facts import MAY_RETURN_INPUT, TORCH
+from dynamo_lens.torch_facts import MAY_RETURN_INPUT, RECOMPILE_LIMIT, TORCH
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -197,6 +210,8 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
                 continue
             if dynamic != "True":
                 yield _shape_candidate(ctx, handle_call, argument, counter, by_setting=True)
+        else:
+            yield from _per_parameter_shape(ctx, table, handle_call, loops, arguments, dynamic)
         dtype_loops: dict[str, tuple[ast.Name, int]] = {}
         for loop in loops:
             found = _dtype_loop(ctx, loop, partial(table.value_of, scope, before=position(loop)))
@@ -634,6 +649,120 @@ def _shape_candidate(
     )
 
 
+SHAPE_KEEPING_ATTRIBUTES = frozenset({"grad", "data"})
+SHAPE_KEEPING_METHODS = frozenset(
+    {"detach", "clone", "contiguous", "float", "half", "bfloat16", "double", "to", "mul", "add", "sub", "div", "neg",
+     "abs", "sign", "sqrt", "square", "exp", "lerp", "type_as"}
+)  # fmt: skip
+LIKE_FACTORIES = frozenset(
+    {"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like", "torch.rand_like",
+     "torch.randn_like"}
+)  # fmt: skip
+
+
+def _parameter_loop(loops: list[Loop]) -> tuple[ast.For | ast.AsyncFor, str] | None:
+    """The innermost loop over a model's parameters (``for p in model.parameters()``, ``for p in group["params"]``,
+    ``for name, p in model.named_parameters()``) and its parameter variable."""
+    for loop in reversed(loops):
+        if not isinstance(loop, ast.For | ast.AsyncFor):
+            continue
+        values, target = loop.iter, loop.target
+        method = values.func.attr if isinstance(values, ast.Call) and isinstance(values.func, ast.Attribute) else ""
+        if method == "named_parameters" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target = target.elts[1]
+        elif method != "parameters" and not (
+            isinstance(values, ast.Subscript)
+            and isinstance(values.slice, ast.Constant)
+            and values.slice.value == "params"
+        ):
+            continue
+        if isinstance(target, ast.Name):
+            return loop, target.id
+    return None
+
+
+def _shaped_like(
+    ctx: FileContext, reaching: Callable[[str], list[ast.expr]], expr: ast.expr, parameter: str, depth: int = 8
+) -> str:
+    """``"parameter"`` when ``expr`` is the loop's parameter itself, ``"shaped"`` when it is a tensor of the
+    parameter's shape made from it (``p.grad``, ``torch.zeros_like(p)``, ``p.grad.float() * 0.9``, or a local
+    assigned one), else ``""``."""
+    if depth == 0:
+        return ""
+    if isinstance(expr, ast.Name):
+        if expr.id == parameter:
+            return "parameter"
+        found = any(_shaped_like(ctx, reaching, value, parameter, depth - 1) for value in reaching(expr.id))
+        return "shaped" if found else ""
+    inner: list[ast.expr] = []
+    if isinstance(expr, ast.Attribute) and expr.attr in SHAPE_KEEPING_ATTRIBUTES:
+        inner = [expr.value]
+    elif (
+        isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in SHAPE_KEEPING_METHODS
+    ):
+        inner = [expr.func.value]
+    elif isinstance(expr, ast.Call) and ctx.resolve(expr.func) in LIKE_FACTORIES and expr.args:
+        inner = [expr.args[0]]
+    elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ARITHMETIC_OPS):
+        inner = [expr.left, expr.right]
+    elif isinstance(expr, ast.IfExp):
+        inner = [expr.body, expr.orelse]
+    found = any(_shaped_like(ctx, reaching, part, parameter, depth - 1) for part in inner)
+    return "shaped" if found else ""
+
+
+ARITHMETIC_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+
+
+def _per_parameter_shape(
+    ctx: FileContext,
+    table: Usage,
+    handle_call: HandleCall,
+    loops: list[Loop],
+    arguments: Iterable[ast.expr],
+    dynamic: str | None,
+) -> Iterator[UsageCandidate]:
+    """A call in a loop over a model's parameters that passes the parameter, or a tensor of its shape: each
+    parameter brings its own shape."""
+    looped = _parameter_loop(loops)
+    if looped is None:
+        return
+    loop, parameter = looped
+    reaching = partial(table.values_reaching, at=handle_call.at)
+    for argument in arguments:
+        shaped = _shaped_like(ctx, reaching, argument, parameter)
+        if not shaped or (shaped == "shaped" and dynamic == "True"):
+            continue
+        each = f"once per parameter of `{ctx.source(loop.iter, 40)}`"
+        if shaped == "parameter":
+            message = f"the parameter `{parameter}` itself is passed {each}"
+        else:
+            message = f"`{ctx.source(argument, 40)}`, shaped like the parameter `{parameter}`, is passed {each}"
+        yield PerParameterShape(
+            RULE.code,
+            ctx.span(argument),
+            message,
+            RULE.default_severity,
+            (handle_call.handle.site,),
+            related=(Related(ctx.span(loop.target), "the loop over parameters"),),
+            parameter=shaped == "parameter",
+            static_site=dynamic == "False",
+        )
+        return
+
+
+@dataclass(frozen=True, slots=True)
+class PerParameterShape(UsageCandidate):
+    """A call made once per parameter of a model with the parameter (``parameter``), or a tensor of its shape: a
+    parameter's shape stays static under torch's default ``force_parameter_static_shapes``, and any input's under
+    ``dynamic=False`` (``static_site``) or ``automatic_dynamic_shapes = False``, so each distinct parameter shape
+    compiles an entry (measured: ten shapes, 8 compiles and the limit; by default a gradient's shapes turn dynamic,
+    3 compiles, not reported). How many distinct shapes the model has is not known here."""
+
+    parameter: bool = False
+    static_site: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class ShapeUnderSettings(UsageCandidate):
     """A shape that follows a loop counter at a site that leaves ``dynamic`` to torch: automatic dynamic makes it
@@ -649,6 +778,9 @@ class ParameterShape(UsageCandidate):
 
 
 def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
+    if isinstance(candidate, PerParameterShape):
+        yield from _judge_per_parameter(candidate, index)
+        return
     if isinstance(candidate, ParameterShape):
         if settings.in_force(index, "force_parameter_static_shapes", "False", candidate.sites) is not None:
             return
@@ -662,6 +794,32 @@ def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]
         )
         candidate = replace(candidate, message=message, related=(*candidate.related, settings.set_here(static)))
     yield from judge_usage(candidate, index)
+
+
+def _judge_per_parameter(candidate: PerParameterShape, index: WorkspaceIndex) -> Iterator[Finding]:
+    related = candidate.related
+    if candidate.parameter and not candidate.static_site:
+        if settings.in_force(index, "force_parameter_static_shapes", "False", candidate.sites) is not None:
+            return
+        why = f"{TORCH} keeps parameter shapes static (`force_parameter_static_shapes`) whatever `dynamic=` says"
+    elif candidate.static_site:
+        why = f"the compile site says `dynamic=False` and {TORCH} never makes its sizes dynamic"
+        related = (*related, settings.compiled_with(("False", candidate.sites[0]), "dynamic"))
+    else:
+        static = settings.in_force(index, "automatic_dynamic_shapes", "False", candidate.sites)
+        if static is None:
+            return
+        why = "`automatic_dynamic_shapes = False` keeps every size static"
+        related = (*related, settings.set_here(static))
+    each = f"{candidate.message}; {why}, so each distinct parameter shape compiles once"
+    limit = settings.recompile_limit(index, candidate.sites)
+    if limit.value is None or limit.value > RECOMPILE_LIMIT:
+        message = f"{each} (one entry per distinct shape, within the project's {limit.named})"
+        related = related + limit.related
+        yield index.finding(RULE, candidate.span, message, candidate.sites, severity=Severity.INFO, related=related)
+        return
+    message = f"{each}; past {limit.value} distinct shapes, {settings.PAST_LIMIT}"
+    yield from judge_usage(replace(candidate, message=message, related=related), index)
 
 
 CHECK = Check(RULE.code, collect=collect, judge=judge)

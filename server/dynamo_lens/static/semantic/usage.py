@@ -131,6 +131,23 @@ class Usage:
                 return found[-1]
         return None
 
+    def values_reaching(self, name: str, at: NodeAt) -> list[ast.expr]:
+        """The values of the plain ``name = value`` assignments of ``at``'s function that can reach ``at``: the
+        last one before it, and earlier ones while the later ones sit in bodies (an ``if`` arm) that ``at`` does not
+        (``grad = p.grad`` survives ``if flatten: grad = grad.flatten()``)."""
+        scope, here = scope_key(at.scope), position(at.node)
+        found: list[ast.expr] = []
+        statements = self.ctx.name_bindings.get(name, ())
+        for statement in sorted(statements, key=lambda s: position(s.node), reverse=True):
+            node = statement.node
+            if scope_key(statement.scope) != scope or position(node) >= here or not isinstance(node, ast.Assign):
+                continue
+            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                found.append(node.value)
+                if at.path[: len(statement.path)] == statement.path:
+                    break  # it runs whenever `at` does: nothing earlier reaches
+        return found
+
     def class_ref(self, scope: str, name: str, before: tuple[int, int]) -> Ref | None:
         """``name = Something(...)`` → the reference of ``Something`` (through aliases)."""
         value = self.value_of(scope, name, before)
@@ -197,9 +214,16 @@ def _build(ctx: FileContext) -> Usage:
             table.handles.setdefault((site.scope, name), Handle(name, site, module, runs))
             if name in site.module_names:
                 table.handles.setdefault(("", name), Handle(name, site, module, runs))
+    _self_attribute_handles(ctx, table)
     for at in ctx.nodes(ast.Call):
         call = at.node
         assert isinstance(call, ast.Call)
+        if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+            key = _self_attribute(scope_key(at.scope), call.func)
+            handle = table.handles.get(key) if key is not None else None
+            if handle is not None and not at.forced_eager:
+                table.calls.append(HandleCall(at, handle))
+            continue
         if not isinstance(call.func, ast.Name):
             continue
         if at.loop_depth > 0:
@@ -209,6 +233,35 @@ def _build(ctx: FileContext) -> Usage:
             table.calls.append(HandleCall(at, handle))  # under set_stance("force_eager") it runs eagerly
     _compiled_function_globals(ctx, table)
     return table
+
+
+def _self_attribute_handles(ctx: FileContext, table: Usage) -> None:
+    """Compiled callables a method stores on ``self`` (``self._update = torch.compile(_update)`` in ``__init__``):
+    handles named ``self.<attr>`` that every method of the class calls (``self._update(buf, grad)``)."""
+    by_call = {id(call.node): site for site in ctx.compile_sites if (call := site_call(ctx, site)) is not None}
+    if not by_call:
+        return
+    for at in ctx.nodes(ast.Assign):
+        statement = at.node
+        assert isinstance(statement, ast.Assign)
+        site = by_call.get(id(statement.value))
+        if site is None or site.form == "method":
+            continue
+        for target in statement.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                key = _self_attribute(scope_key(at.scope), target)
+                if key is not None:
+                    module = local_function(ctx, site) is None
+                    table.handles.setdefault(key, Handle(key[1], site, module))
+
+
+def _self_attribute(scope: str, node: ast.Attribute) -> tuple[str, str] | None:
+    """``self.attr`` in a method: (the class's qualified name followed by a dot, ``"self.attr"``), the key of its
+    handle; None outside a method or for another receiver."""
+    owner = scope.rpartition(".")[0]
+    if not owner or not isinstance(node.value, ast.Name) or node.value.id != "self":
+        return None
+    return f"{owner}.", f"self.{node.attr}"
 
 
 def _torch_nn_instance(table: Usage, site: CompileSite) -> bool:
