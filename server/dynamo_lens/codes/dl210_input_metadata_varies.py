@@ -13,7 +13,7 @@ Dynamo never makes dynamic:
 * the shape of an `nn.Parameter` made with such a size (`nn.Parameter(torch.randn(n, 4))`), whatever the site says;
 * the shape of each parameter, in a loop over a model's parameters (`for p in model.parameters()`,
   `for p in group["params"]` in an optimizer's `step`): the parameter itself whatever the site says, or a tensor of
-  its shape (`p.grad`, `torch.zeros_like(p)`, a local assigned one) under `dynamic=False` or
+  its shape (`p.grad`, `torch.zeros_like(p)`, a local or a `state["buf"]` entry assigned one) under `dynamic=False` or
   `automatic_dynamic_shapes = False`;
 * the length of a list the loop grows (`history.append(x)`, then `summarize(history)`), or of a list display sized by
   a loop counter (`[x] * (step + 1)`), whatever the site says.
@@ -89,8 +89,9 @@ comes from a parametrized test or a config is not seen. Sizes are followed from 
 `torch.randn/rand/zeros/ones/empty/full` sizes and slice bounds, under a literal `dynamic=False` or the project's
 `automatic_dynamic_shapes = False` only. A loop over parameters is one over `.parameters()`,
 `.named_parameters()` or a `["params"]` entry of a parameter group; an argument is followed to the parameter through
-`.grad`, `.data`, shape-keeping tensor methods and arithmetic, `torch.*_like` and locals, not through other
-functions (`flatten(p.grad)`) or optimizer state (`state["momentum_buffer"]`).
+`.grad`, `.data`, shape-keeping tensor methods and arithmetic, `torch.*_like`, locals, and dict entries the
+function assigns one (`state["momentum_buffer"] = torch.zeros_like(p)`), not through other functions
+(`flatten(p.grad)`) or the outputs of compiled calls.
 `requires_grad` changes are seen in the loop that calls the compiled module, on an expression rooted at its name;
 a callback or a helper that freezes layers elsewhere is not followed. A growing list is seen when the argument names
 a list bound to a list display before a loop around the call that `append`s, `extend`s or `insert`s into it
@@ -681,21 +682,41 @@ def _parameter_loop(loops: list[Loop]) -> tuple[ast.For | ast.AsyncFor, str] | N
     return None
 
 
-def _shaped_like(
-    ctx: FileContext, reaching: Callable[[str], list[ast.expr]], expr: ast.expr, parameter: str, depth: int = 8
-) -> str:
+@dataclass(frozen=True, slots=True)
+class _Sources:
+    """Where ``_shaped_like`` follows names at one call: the assignments of a local that reach it, and the values
+    the function assigns to an entry of a dict (an optimizer's per-parameter ``state``)."""
+
+    table: Usage
+    at: NodeAt
+
+    def reaching(self, name: str) -> list[ast.expr]:
+        return self.table.values_reaching(name, self.at)
+
+    def entries(self, name: str, key: str) -> list[ast.expr]:
+        return self.table.entries_assigned(name, key, self.at)
+
+
+def _shaped_like(ctx: FileContext, sources: _Sources, expr: ast.expr, parameter: str, depth: int = 12) -> str:
     """``"parameter"`` when ``expr`` is the loop's parameter itself, ``"shaped"`` when it is a tensor of the
-    parameter's shape made from it (``p.grad``, ``torch.zeros_like(p)``, ``p.grad.float() * 0.9``, or a local
-    assigned one), else ``""``."""
+    parameter's shape made from it (``p.grad``, ``torch.zeros_like(p)``, ``p.grad.float() * 0.9``, a local
+    assigned one, or an entry of the parameter's state assigned one: ``state["momentum_buffer"]``), else ``""``."""
     if depth == 0:
         return ""
     if isinstance(expr, ast.Name):
         if expr.id == parameter:
             return "parameter"
-        found = any(_shaped_like(ctx, reaching, value, parameter, depth - 1) for value in reaching(expr.id))
+        found = any(_shaped_like(ctx, sources, value, parameter, depth - 1) for value in sources.reaching(expr.id))
         return "shaped" if found else ""
     inner: list[ast.expr] = []
-    if isinstance(expr, ast.Attribute) and expr.attr in SHAPE_KEEPING_ATTRIBUTES:
+    if (
+        isinstance(expr, ast.Subscript)
+        and isinstance(expr.value, ast.Name)
+        and isinstance(expr.slice, ast.Constant)
+        and isinstance(expr.slice.value, str)
+    ):
+        inner = sources.entries(expr.value.id, expr.slice.value)
+    elif isinstance(expr, ast.Attribute) and expr.attr in SHAPE_KEEPING_ATTRIBUTES:
         inner = [expr.value]
     elif (
         isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in SHAPE_KEEPING_METHODS
@@ -707,7 +728,7 @@ def _shaped_like(
         inner = [expr.left, expr.right]
     elif isinstance(expr, ast.IfExp):
         inner = [expr.body, expr.orelse]
-    found = any(_shaped_like(ctx, reaching, part, parameter, depth - 1) for part in inner)
+    found = any(_shaped_like(ctx, sources, part, parameter, depth - 1) for part in inner)
     return "shaped" if found else ""
 
 
@@ -728,9 +749,9 @@ def _per_parameter_shape(
     if looped is None:
         return
     loop, parameter = looped
-    reaching = partial(table.values_reaching, at=handle_call.at)
+    sources = _Sources(table, handle_call.at)
     for argument in arguments:
-        shaped = _shaped_like(ctx, reaching, argument, parameter)
+        shaped = _shaped_like(ctx, sources, argument, parameter)
         if not shaped or (shaped == "shaped" and dynamic == "True"):
             continue
         each = f"once per parameter of `{ctx.source(loop.iter, 40)}`"

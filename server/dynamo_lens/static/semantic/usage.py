@@ -148,6 +148,26 @@ class Usage:
                     break  # it runs whenever `at` does: nothing earlier reaches
         return found
 
+    def entries_assigned(self, name: str, key: str, at: NodeAt) -> list[ast.expr]:
+        """The values ``at``'s function assigns to the entry ``name[key]`` anywhere in its body (``state["buf"] =
+        torch.zeros_like(p)`` under ``if not state:``)."""
+        scope = scope_key(at.scope)
+        found: list[ast.expr] = []
+        for statement in self.ctx.member_bindings.get(name, ()):
+            node = statement.node
+            if scope_key(statement.scope) != scope or not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == name
+                    and isinstance(target.slice, ast.Constant)
+                    and target.slice.value == key
+                ):
+                    found.append(node.value)
+        return found
+
     def class_ref(self, scope: str, name: str, before: tuple[int, int]) -> Ref | None:
         """``name = Something(...)`` → the reference of ``Something`` (through aliases)."""
         value = self.value_of(scope, name, before)
