@@ -69,6 +69,9 @@ class Case:
     limit_hit: bool = False
     hooks: Hooks = Hooks.NONE
     limit: int = LIMIT
+    count_unknown: bool = False
+    """How many entries the code makes is not known to the scan (one per distinct parameter shape of a model): the
+    finding is ``info`` and says what happens past the limit, even where the fixture's count hits it."""
     """The recompile limit the fixture runs under."""
 
     @property
@@ -273,9 +276,9 @@ CASES = (
     Case("DL210_parameter_shape_follows_counter.py", LIMIT, limit_hit=True),  # parameter shapes stay static
     Case("DL210_ok_parameter_shape_static_off.py", 2),  # force_parameter_static_shapes = False: dynamic
     # one call per parameter of a model: one entry per distinct parameter shape where shapes stay static
-    Case("DL210_parameter_loop_gradient_static.py", LIMIT, limit_hit=True),
-    Case("DL210_optimizer_step_per_parameter.py", LIMIT, limit_hit=True),
-    Case("DL210_parameter_loop_parameter_itself.py", LIMIT, limit_hit=True),
+    Case("DL210_parameter_loop_gradient_static.py", LIMIT, limit_hit=True, count_unknown=True),
+    Case("DL210_optimizer_step_per_parameter.py", LIMIT, limit_hit=True, count_unknown=True),
+    Case("DL210_parameter_loop_parameter_itself.py", LIMIT, limit_hit=True, count_unknown=True),
     Case("DL210_parameter_loop_raised_limit.py", 10, limit=16),
     Case("DL210_ok_parameter_loop_gradient_default.py", 3),
     Case("DL210_dtype_loop.py", 4),
@@ -408,7 +411,8 @@ def test_static_finding_matches_torch(case: Case, measured: dict[str, Any]) -> N
     if not marks:
         assert not case.limit_hit and case.hooks in (Hooks.NONE, Hooks.SAME), "a quiet fixture must be cheap"
         return
-    expected = Severity.WARNING if case.unbounded or _per_value(case) else Severity.INFO
+    unbounded = (case.unbounded and not case.count_unknown) or _per_value(case)
+    expected = Severity.WARNING if unbounded else Severity.INFO
     assert {f.severity for f in findings} == {expected}, [(f.span.line, f.severity) for f in findings]
     if case.limit_hit:  # the message names the limit torch hit
         assert all(f"recompile_limit ({case.limit})" in f.message for f in findings), [f.message for f in findings]
