@@ -125,6 +125,7 @@ from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.contexts import GRAD, INFERENCE
 from dynamo_lens.static.semantic.usage import (
+    ARITHMETIC,
     HandleCall,
     Loop,
     Usage,
@@ -138,7 +139,14 @@ from dynamo_lens.static.semantic.usage import (
     scope_key,
     usage,
 )
-from dynamo_lens.static.semantic.values import ValueKind, kind_of
+from dynamo_lens.static.semantic.values import (
+    PARAMETER_CALLS,
+    SAME_SHAPE_ATTRIBUTES,
+    SAME_SHAPE_FACTORIES,
+    SAME_SHAPE_METHODS,
+    ValueKind,
+    kind_of,
+)
 from dynamo_lens.static.summary import CompileSite
 from dynamo_lens.torch_facts import MAY_RETURN_INPUT, RECOMPILE_LIMIT, TORCH
 
@@ -585,9 +593,6 @@ SIZED_FACTORIES = frozenset(
 )
 
 
-PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-
-
 def _sized_by_counter(
     ctx: FileContext, table: Usage, scope: str, here: tuple[int, int], arguments: Iterable[ast.expr], ints: set[str]
 ) -> tuple[ast.expr, str, bool] | None:
@@ -597,7 +602,7 @@ def _sized_by_counter(
         value = argument
         if isinstance(argument, ast.Name):
             value = table.value_of(scope, argument.id, before=here) or argument
-        parameter = isinstance(value, ast.Call) and ctx.resolve(value.func) in PARAMETERS and bool(value.args)
+        parameter = isinstance(value, ast.Call) and ctx.resolve(value.func) in PARAMETER_CALLS and bool(value.args)
         if parameter:
             assert isinstance(value, ast.Call)
             value = value.args[0]
@@ -651,17 +656,6 @@ def _shape_candidate(
     )
 
 
-SHAPE_KEEPING_ATTRIBUTES = frozenset({"grad", "data"})
-SHAPE_KEEPING_METHODS = frozenset(
-    {"detach", "clone", "contiguous", "float", "half", "bfloat16", "double", "to", "mul", "add", "sub", "div", "neg",
-     "abs", "sign", "sqrt", "square", "exp", "lerp", "type_as"}
-)  # fmt: skip
-LIKE_FACTORIES = frozenset(
-    {"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like", "torch.rand_like",
-     "torch.randn_like"}
-)  # fmt: skip
-
-
 def _parameter_loop(loops: list[Loop]) -> tuple[ast.For | ast.AsyncFor, str] | None:
     """The innermost loop over a model's parameters (``for p in model.parameters()``, ``for p in group["params"]``,
     ``for name, p in model.named_parameters()``) and its parameter variable."""
@@ -683,32 +677,21 @@ def _parameter_loop(loops: list[Loop]) -> tuple[ast.For | ast.AsyncFor, str] | N
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _Sources:
-    """Where ``_shaped_like`` follows names at one call: the assignments of a local that reach it, and the values
-    the function assigns to an entry of a dict (an optimizer's per-parameter ``state``)."""
-
-    table: Usage
-    at: NodeAt
-
-    def reaching(self, name: str) -> list[ast.expr]:
-        return self.table.values_reaching(name, self.at)
-
-    def entries(self, name: str, key: str) -> list[ast.expr]:
-        return self.table.entries_assigned(name, key, self.at)
+TORCH_SAME_SHAPE_FACTORIES = frozenset(f"torch.{name}" for name in SAME_SHAPE_FACTORIES)
 
 
-def _shaped_like(ctx: FileContext, sources: _Sources, expr: ast.expr, parameter: str, depth: int = 12) -> str:
-    """``"parameter"`` when ``expr`` is the loop's parameter itself, ``"shaped"`` when it is a tensor of the
-    parameter's shape made from it (``p.grad``, ``torch.zeros_like(p)``, ``p.grad.float() * 0.9``, a local
-    assigned one, or an entry of the parameter's state assigned one: ``state["momentum_buffer"]``), else ``""``."""
+def _shaped_like(ctx: FileContext, table: Usage, at: NodeAt, expr: ast.expr, parameter: str, depth: int = 12) -> str:
+    """``"parameter"`` when ``expr`` (at the call ``at``) is the loop's parameter itself, ``"shaped"`` when it is a
+    tensor of the parameter's shape made from it (``p.grad``, ``torch.zeros_like(p)``, ``p.grad.float() * 0.9``, a
+    local assigned one on a path that reaches the call, or an entry the function assigns one:
+    ``state["momentum_buffer"]``), else ``""``."""
     if depth == 0:
         return ""
     if isinstance(expr, ast.Name):
         if expr.id == parameter:
             return "parameter"
-        found = any(_shaped_like(ctx, sources, value, parameter, depth - 1) for value in sources.reaching(expr.id))
-        return "shaped" if found else ""
+        values = table.values_reaching(expr.id, at)
+        return "shaped" if any(_shaped_like(ctx, table, at, v, parameter, depth - 1) for v in values) else ""
     inner: list[ast.expr] = []
     if (
         isinstance(expr, ast.Subscript)
@@ -716,24 +699,19 @@ def _shaped_like(ctx: FileContext, sources: _Sources, expr: ast.expr, parameter:
         and isinstance(expr.slice, ast.Constant)
         and isinstance(expr.slice.value, str)
     ):
-        inner = sources.entries(expr.value.id, expr.slice.value)
-    elif isinstance(expr, ast.Attribute) and expr.attr in SHAPE_KEEPING_ATTRIBUTES:
+        inner = table.entries_assigned(expr.value.id, expr.slice.value, at)
+    elif isinstance(expr, ast.Attribute) and expr.attr in SAME_SHAPE_ATTRIBUTES:
         inner = [expr.value]
-    elif (
-        isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in SHAPE_KEEPING_METHODS
-    ):
-        inner = [expr.func.value]
-    elif isinstance(expr, ast.Call) and ctx.resolve(expr.func) in LIKE_FACTORIES and expr.args:
-        inner = [expr.args[0]]
-    elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ARITHMETIC_OPS):
+    elif isinstance(expr, ast.Call) and ctx.resolve(expr.func) in TORCH_SAME_SHAPE_FACTORIES:
+        inner = expr.args[:1]
+    elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        inner = [expr.func.value] if expr.func.attr in SAME_SHAPE_METHODS else []
+    elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ARITHMETIC):
         inner = [expr.left, expr.right]
     elif isinstance(expr, ast.IfExp):
         inner = [expr.body, expr.orelse]
-    found = any(_shaped_like(ctx, sources, part, parameter, depth - 1) for part in inner)
+    found = any(_shaped_like(ctx, table, at, part, parameter, depth - 1) for part in inner)
     return "shaped" if found else ""
-
-
-ARITHMETIC_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
 
 def _per_parameter_shape(
@@ -750,9 +728,8 @@ def _per_parameter_shape(
     if looped is None:
         return
     loop, parameter = looped
-    sources = _Sources(table, handle_call.at)
     for argument in arguments:
-        shaped = _shaped_like(ctx, sources, argument, parameter)
+        shaped = _shaped_like(ctx, table, handle_call.at, argument, parameter)
         if not shaped or (shaped == "shaped" and dynamic == "True"):
             continue
         each = f"once per parameter of `{ctx.source(loop.iter, 40)}`"
@@ -764,7 +741,7 @@ def _per_parameter_shape(
             RULE.code,
             ctx.span(argument),
             message,
-            RULE.default_severity,
+            Severity.INFO,  # how many distinct shapes a model has is not known here: often a handful
             (handle_call.handle.site,),
             related=(Related(ctx.span(loop.target), "the loop over parameters"),),
             parameter=shaped == "parameter",
@@ -837,12 +814,10 @@ def _judge_per_parameter(candidate: PerParameterShape, index: WorkspaceIndex) ->
     limit = settings.recompile_limit(index, candidate.sites)
     if limit.value is None or limit.value > RECOMPILE_LIMIT:
         message = f"{each} (one entry per distinct shape, within the project's {limit.named})"
-        related = related + limit.related
-        yield index.finding(RULE, candidate.span, message, candidate.sites, severity=Severity.INFO, related=related)
-        return
-    message = f"{each}; past {limit.value} distinct shapes, {settings.PAST_LIMIT}"
-    # how many distinct shapes a model has is not known here: a handful is a bounded cost (info)
-    yield from judge_usage(replace(candidate, message=message, related=related, severity=Severity.INFO), index)
+        related = (*related, *limit.related)
+    else:
+        message = f"{each}; past {limit.value} distinct shapes, {settings.PAST_LIMIT}"
+    yield from judge_usage(replace(candidate, message=message, related=related), index)
 
 
 CHECK = Check(RULE.code, collect=collect, judge=judge)

@@ -138,7 +138,7 @@ class Usage:
         scope, here = scope_key(at.scope), position(at.node)
         found: list[ast.expr] = []
         statements = self.ctx.name_bindings.get(name, ())
-        for statement in sorted(statements, key=lambda s: position(s.node), reverse=True):
+        for statement in reversed(statements):  # in source order
             node = statement.node
             if scope_key(statement.scope) != scope or position(node) >= here or not isinstance(node, ast.Assign):
                 continue
@@ -258,21 +258,20 @@ def _build(ctx: FileContext) -> Usage:
 def _self_attribute_handles(ctx: FileContext, table: Usage) -> None:
     """Compiled callables a method stores on ``self`` (``self._update = torch.compile(_update)`` in ``__init__``):
     handles named ``self.<attr>`` that every method of the class calls (``self._update(buf, grad)``)."""
-    by_call = {id(call.node): site for site in ctx.compile_sites if (call := site_call(ctx, site)) is not None}
-    if not by_call:
-        return
+    by_span = {site.span: site for site in ctx.compile_sites if site.form != "method"}
     for at in ctx.nodes(ast.Assign):
         statement = at.node
         assert isinstance(statement, ast.Assign)
-        site = by_call.get(id(statement.value))
-        if site is None or site.form == "method":
-            continue
-        for target in statement.targets:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-                key = _self_attribute(scope_key(at.scope), target)
-                if key is not None:
-                    module = local_function(ctx, site) is None
-                    table.handles.setdefault(key, Handle(key[1], site, module))
+        keys = [
+            key
+            for target in statement.targets
+            if isinstance(target, ast.Attribute) and (key := _self_attribute(scope_key(at.scope), target)) is not None
+        ]
+        site = by_span.get(ctx.span(statement.value)) if keys and isinstance(statement.value, ast.Call) else None
+        if site is not None:
+            module = local_function(ctx, site) is None
+            for key in keys:
+                table.handles.setdefault(key, Handle(key[1], site, module))
 
 
 def _self_attribute(scope: str, node: ast.Attribute) -> tuple[str, str] | None:

@@ -47,6 +47,15 @@ SAME_DTYPE_FACTORIES = frozenset({"zeros_like", "ones_like", "empty_like", "full
 """``torch`` functions that, without ``dtype=``, return a tensor of their first argument's dtype."""
 SAME_DTYPE_METHODS = frozenset({"clone", "detach", "contiguous"})
 """Tensor methods that, called without arguments, return a tensor of the same dtype."""
+SAME_SHAPE_FACTORIES = frozenset({*SAME_DTYPE_FACTORIES, "rand_like", "randn_like"})
+"""``torch`` functions that return a tensor of their first argument's shape."""
+SAME_SHAPE_METHODS = frozenset(
+    {*SAME_DTYPE_METHODS, "float", "half", "bfloat16", "double", "to", "type_as", "mul", "add", "sub", "div", "neg",
+     "abs", "sign", "sqrt", "square", "exp", "lerp"}
+)  # fmt: skip
+"""Tensor methods that return a tensor of their receiver's shape (elementwise with a scalar, casts, copies)."""
+SAME_SHAPE_ATTRIBUTES = frozenset({"grad", "data"})
+"""Tensor attributes that hold a tensor of the tensor's shape."""
 # Functions under these torch namespaces return tensors, except the predicates and helpers listed below.
 TENSOR_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.special.", "torch.fft.")
 NOT_TENSOR_FUNCTIONS = frozenset(
