@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -42,6 +43,8 @@ def test_a_missing_module_fails_like_python_and_still_reports(tmp_path: Path) ->
     report = load_report(tmp_path / "r.json")
     assert report.error is not None and report.error.type == "ModuleNotFoundError"
     assert (report.exit_code, report.argv) == (1, ("-m", "no_such_module_here"))
+    # the module is what is missing, not torch: the report still says which torch is there
+    assert report.torch_version == importlib.metadata.version("torch")
 
 
 def test_a_python_without_torch_still_runs_the_script(tmp_path: Path) -> None:

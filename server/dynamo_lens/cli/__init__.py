@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -19,6 +20,8 @@ from dynamo_lens import __version__
 # Order of appearance in --help.
 SUBCOMMAND_ORDER = ("check", "run", "serve", "explain")
 EXIT_USAGE = 2
+EXIT_CLOSED_PIPE = 1
+"""``dynamo-lens explain | head``: the reader left before the output ended, as with ``check`` (not a usage error)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +51,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return int(args.handler(args))
+    except BrokenPipeError:
+        quiet_closed_stdout()
+        return EXIT_CLOSED_PIPE
     except KeyboardInterrupt:
         print("dynamo-lens: interrupted", file=sys.stderr)
         return 130
+
+
+def quiet_closed_stdout() -> None:
+    """After ``BrokenPipeError`` on standard output (``dynamo-lens explain | head``): point it at the null device,
+    so that the interpreter's final flush does not print a second traceback. The reader has gone, which is not an
+    error of ours."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

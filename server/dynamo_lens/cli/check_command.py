@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dynamo_lens.cache import AnalysisCache
+from dynamo_lens.cli import EXIT_CLOSED_PIPE, quiet_closed_stdout
 from dynamo_lens.config import LoadedSettings, Settings, load_settings, parse_code_list
 from dynamo_lens.model import Severity
 from dynamo_lens.output import FORMATS, render
@@ -53,9 +54,9 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         return _check(args)
-    except BrokenPipeError:  # `dynamo-lens check | head`: the reader has gone, which is not an error of ours
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the interpreter's final flush is quiet
-        return EXIT_FINDINGS
+    except BrokenPipeError:  # `dynamo-lens check | head`: before the handler below turns it into an internal error
+        quiet_closed_stdout()
+        return EXIT_CLOSED_PIPE
     except Exception:  # the contract: never a bare traceback from check, exit 2 for our own bugs
         print("dynamo-lens: internal error, please report it:", file=sys.stderr)
         traceback.print_exc(file=sys.stderr)

@@ -4,6 +4,9 @@ Everything after the script (or after ``-m MODULE``) belongs to the target: ``dy
 --epochs 2`` passes ``--epochs 2`` to ``train.py``; ``dynamo-lens run -m pytest -x tests/test_model.py``; a leading
 ``--`` is allowed (``dynamo-lens run -- train.py``).
 
+Errors (a script that is not found, a timeout, a run that left no report) go to standard error; the summary of
+what ran goes to standard output.
+
 Exit code: the script's own, except that a script that exited 0 but exceeded a ``--max-*`` budget exits 1 (a
 failing script keeps its code, so a crash is never reported as a mere budget problem); 2 when the run could not
 start (no interpreter, no script, bad usage); 128+N when the script was killed by signal N.
@@ -20,6 +23,8 @@ import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from dynamo_lens.cli import quiet_closed_stdout
 
 # Only argparse at import time: `dynamo-lens serve` builds this parser too, and must answer `initialize` fast. The
 # runner, the attribution, the static scan and the renderers are imported by the functions that use them.
@@ -138,14 +143,17 @@ def handle(args: argparse.Namespace) -> int:
     )
     findings = shown_findings(outcome.report) if outcome.report is not None else []
     budget = budget_problems(outcome.report, args.max_recompiles, args.max_graph_breaks)
-    if machine:
-        sys.stdout.write(_document(findings, args.format))
-    else:
+    try:
+        if machine:
+            sys.stdout.write(_document(findings, args.format))
+        elif outcome.exit_code is not None or outcome.timed_out or outcome.cancelled:
+            sys.stdout.flush()
+            print(render_text(outcome, target, findings, budget, torch_trace=args.torch_trace))
         sys.stdout.flush()
-        print(render_text(outcome, target, findings, budget, torch_trace=args.torch_trace))
-    if machine:
-        for line in [*budget, *([outcome.error] if outcome.error else [])]:
-            print(f"dynamo-lens: {line}", file=sys.stderr)
+    except BrokenPipeError:  # `dynamo-lens run train.py | head`: the script's exit code still decides ours
+        quiet_closed_stdout()
+    for line in [*(budget if machine else ()), *([f"error: {outcome.error}"] if outcome.error else [])]:
+        print(f"dynamo-lens: {line}", file=sys.stderr)
     return exit_code(outcome, exceeded=bool(budget))
 
 
@@ -241,7 +249,8 @@ def render_text(
     *,
     torch_trace: Path | None = None,
 ) -> str:
-    """The summary printed after the script's own output."""
+    """The summary printed after the script's own output (standard output); why a run failed goes to standard
+    error, and a run that never started has no summary."""
     from dynamo_lens.runtime.attribution import frame_stats
 
     lines = ["", _headline(outcome, target)]
@@ -260,8 +269,6 @@ def render_text(
             lines += [_finding_line(f) for f in findings]
         if not report.complete:
             lines.append("the report is partial: the run was stopped before the shim could finish it")
-    if outcome.error:
-        lines.append(f"error: {outcome.error}")
     lines += [f"note: {note}" for note in outcome.notes]
     lines += budget
     if torch_trace is not None:
@@ -272,8 +279,6 @@ def render_text(
 
 
 def _headline(outcome: RunOutcome, target: Target) -> str:
-    if outcome.exit_code is None and not (outcome.timed_out or outcome.cancelled):
-        return f"dynamo-lens: {target.display} did not run"
     status = "timed out" if outcome.timed_out else "cancelled" if outcome.cancelled else f"exit {outcome.exit_code}"
     torch = outcome.report.torch_version if outcome.report is not None else None
     return f"dynamo-lens: ran {target.display} in {outcome.duration_s:.1f} s ({status}, torch {torch or 'unknown'})"

@@ -1673,6 +1673,7 @@ def main(argv: list[str]) -> int:
         message, error_type, code = unrunnable
         sys.stderr.write(f"{sys.executable}: {message}\n")
         collector.missing.append("everything: the target could not be started, so nothing ran")
+        collector.torch_version = _find_torch()[1]  # read from disk: the report must not blame torch for it
         collector.emit_start()
         error = {"type": error_type, "message": message, "path": None, "line": None, "traceback": ""}
         collector.finish("exception", code, error)
