@@ -145,3 +145,11 @@ def test_command_line_overrides_replace_configured_lists() -> None:
     assert loaded.settings.ignore == ("DL204",)
     bad = base.with_overrides(select=["NOPE"])
     assert bad.problems and "unknown code or prefix 'NOPE'" in bad.problems[0]
+    assert "ignored" not in bad.problems[0]  # on the command line it stops the check: saying "ignored" would lie
+
+
+def test_an_unknown_code_in_the_settings_file_is_ignored_and_says_so(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.dynamo-lens]\nignore = ["XX9", "DL101"]\n', encoding="utf-8")
+    loaded = load_settings(tmp_path)
+    assert loaded.settings.ignore == ("DL101",)
+    assert loaded.problems[0].endswith("unknown code or prefix 'XX9' (`dynamo-lens explain` lists them); ignored")

@@ -124,13 +124,14 @@ class Settings:
     def with_overrides(
         self, *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
     ) -> LoadedSettings:
-        """Command-line ``--select``/``--ignore`` replace the configured lists, as in ruff."""
+        """Command-line ``--select``/``--ignore`` replace the configured lists, as in ruff. An unknown code there is
+        a problem the caller stops on (a typo on the command line must not check something else)."""
         problems: list[str] = []
         settings = self
         if select is not None:
-            settings = replace(settings, select=_codes(list(select), "--select", problems) or ())
+            settings = replace(settings, select=_codes(list(select), "--select", problems, unknown_dropped=False) or ())
         if ignore is not None:
-            settings = replace(settings, ignore=_codes(list(ignore), "--ignore", problems) or ())
+            settings = replace(settings, ignore=_codes(list(ignore), "--ignore", problems, unknown_dropped=False) or ())
         return LoadedSettings(settings, tuple(problems))
 
 
@@ -212,7 +213,9 @@ def _strings(value: Any, name: str, problems: list[str]) -> tuple[str, ...] | No
     return tuple(value)
 
 
-def _codes(value: Any, name: str, problems: list[str]) -> tuple[str, ...] | None:
+def _codes(value: Any, name: str, problems: list[str], *, unknown_dropped: bool = True) -> tuple[str, ...] | None:
+    """The codes and prefixes of ``value``; an unknown one is a problem, and (``unknown_dropped``, for settings
+    files) left out while the others apply."""
     if isinstance(value, str):
         value = parse_code_list(value)
     strings = _strings(value, name, problems)
@@ -225,7 +228,8 @@ def _codes(value: Any, name: str, problems: list[str]) -> tuple[str, ...] | None
         if code == "ALL" or code in known or (_CODE_PREFIX.match(code) and any(k.startswith(code) for k in known)):
             codes.append(code)
         else:
-            problems.append(f"{name}: unknown code or prefix {raw!r} (`dynamo-lens explain` lists them); ignored")
+            consequence = "; ignored" if unknown_dropped else ""
+            problems.append(f"{name}: unknown code or prefix {raw!r} (`dynamo-lens explain` lists them){consequence}")
     return tuple(codes)
 
 

@@ -152,7 +152,9 @@ def analyse_text(path: str, text: str, summarizer: FileSummarizer | None = None)
         with _collector_paused():
             summary = summarizer.summarize(text) if summarizer is not None else static.summarize(path, text)
     except Exception as exc:  # summarize must never raise; if it does, the file is reported, not the run aborted
-        return FileProblem(path, f"internal error in the analyzer: {type(exc).__name__}: {exc}")
+        return FileProblem(
+            path, f"internal error in the analyzer: {type(exc).__name__}: {exc}", reason="analyzer error"
+        )
     return FileAnalysis(summary, find_suppressions(text))
 
 
@@ -219,8 +221,16 @@ def _analyse(paths: Sequence[str], cache: AnalysisCache | None, keys: Mapping[st
 
 def _summary_problems(analyses: Iterable[FileAnalysis]) -> tuple[FileProblem, ...]:
     return tuple(
-        FileProblem(a.path, a.summary.error) for a in sorted(analyses, key=lambda a: a.path) if a.summary.error
+        _summary_problem(a.path, a.summary.error) for a in sorted(analyses, key=lambda a: a.path) if a.summary.error
     )
+
+
+def _summary_problem(path: str, error: str) -> FileProblem:
+    """A file the analyzer could not parse: a syntax error (the lines above it are analysed), or source too deeply
+    nested or with a NUL byte (nothing is)."""
+    if error.startswith("SyntaxError"):
+        return FileProblem(path, error, reason="syntax error", partial=True)
+    return FileProblem(path, error, reason="not parsable")
 
 
 def _analyse_misses(paths: Sequence[str], cache: AnalysisCache | None) -> list[FileAnalysis | FileProblem]:

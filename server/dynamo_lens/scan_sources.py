@@ -25,6 +25,10 @@ class FileProblem:
     message: str
     line: int | None = None
     column: int | None = None
+    reason: str = ""
+    """What ``check``'s summary line counts it under (``"binary"``, ``"syntax error"``); empty for a directory."""
+    partial: bool = False
+    """The file was still analysed, up to the problem (the lines above a syntax error); else it was skipped."""
 
 
 def read_bytes(path: str) -> bytes | FileProblem:
@@ -32,17 +36,17 @@ def read_bytes(path: str) -> bytes | FileProblem:
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
-            return FileProblem(path, "not a regular file; skipped")
+            return FileProblem(path, "not a regular file; skipped", reason="not a regular file")
         with open(path, "rb") as handle:
             return handle.read()
     except OSError as exc:
-        return FileProblem(path, f"cannot read: {exc.strerror or exc}")
+        return FileProblem(path, f"cannot read: {exc.strerror or exc}", reason="unreadable")
 
 
 def decode_source(path: str, data: bytes) -> str | FileProblem:
     """``data`` as text, or why it is not Python source (binary, or bytes invalid in its encoding)."""
     if b"\0" in data:
-        return FileProblem(path, "binary file (contains NUL bytes); skipped")
+        return FileProblem(path, "binary file (contains NUL bytes); skipped", reason="binary")
     if data.startswith(_UTF8_BOM):
         data = data[len(_UTF8_BOM) :]
     try:
@@ -54,7 +58,9 @@ def decode_source(path: str, data: bytes) -> str | FileProblem:
         try:
             return data.decode(encoding)
         except (LookupError, UnicodeDecodeError) as exc:
-            return FileProblem(path, f"cannot decode with its declared encoding {encoding!r}: {exc}")
+            return FileProblem(
+                path, f"cannot decode with its declared encoding {encoding!r}: {exc}", reason="not decodable"
+            )
     line = data.count(b"\n", 0, utf8_error.start) + 1
     line_start = data.rfind(b"\n", 0, utf8_error.start) + 1
     column = len(data[line_start : utf8_error.start].decode("utf-8", "replace")) + 1
@@ -64,6 +70,7 @@ def decode_source(path: str, data: bytes) -> str | FileProblem:
         f"not valid UTF-8 (byte 0x{byte:02x}) and no coding declaration; skipped",
         line=line,
         column=column,
+        reason="not decodable",
     )
 
 

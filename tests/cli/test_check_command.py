@@ -145,6 +145,9 @@ def test_bad_files_do_not_stop_the_others(project: Path, cache_home: Path) -> No
     assert any(m.startswith("dynamo-lens: deep.py:") for m in messages)  # too deeply nested for the parser
     assert not any("long.py" in m for m in messages)
     assert not any("Traceback" in m for m in messages)
+    summary = result.stdout.splitlines()[-1]
+    assert summary.startswith("Found 1 finding (1 warning) in 5 files. 2 files skipped (1 binary, 1 not decodable). ")
+    assert "2 files analysed only in part (syntax error)." in summary  # deep.py: the parser's nesting limit
     # A FIFO named like a module is not a regular file: skipped during the walk, reported when named explicitly.
     explicit = check(project, "pipe.py", "model.py", "train.py", cache_home=cache_home)
     assert "dynamo-lens: pipe.py: not a regular file; skipped" in explicit.stderr.splitlines()
@@ -176,7 +179,12 @@ def test_second_run_is_served_from_the_cache(project: Path, cache_home: Path) ->
 
 def test_usage_errors_exit_2(project: Path, cache_home: Path) -> None:
     assert check(project, "--format", "xml", cache_home=cache_home).returncode == 2
-    assert check(project, "--select", "NOPE", cache_home=cache_home).returncode == 2
+    unknown = check(project, "--select", "DL9", cache_home=cache_home)
+    assert (unknown.returncode, unknown.stdout) == (2, "")
+    assert (
+        unknown.stderr
+        == "dynamo-lens: error: --select: unknown code or prefix 'DL9' (`dynamo-lens explain` lists them)\n"
+    )
     missing = check(project, "missing_dir", cache_home=cache_home)
     assert missing.returncode == 2
     assert "dynamo-lens: missing_dir: no such file or directory" in missing.stderr

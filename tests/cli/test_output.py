@@ -64,6 +64,21 @@ def test_summary_line_without_findings() -> None:
     assert summary_line([], 1) == "No findings in 1 file."
 
 
+def test_summary_line_does_not_count_skipped_files_as_checked() -> None:
+    problems = [
+        FileProblem("/p/a.py", "binary file (contains NUL bytes); skipped", reason="binary"),
+        FileProblem("/p/b.py", "cannot read: Permission denied", reason="unreadable"),
+        FileProblem("/p/c.py", "cannot read: Permission denied", reason="unreadable"),
+        FileProblem("/p/d.py", "SyntaxError: invalid syntax (line 3)", reason="syntax error", partial=True),
+        FileProblem("/p/sub", "cannot list directory: Permission denied"),
+    ]
+    assert summary_line([], 4, problems=problems[:1]) == "No findings in 3 files. 1 file skipped (binary)."
+    assert summary_line([], 5, hidden_hints=1, problems=problems) == (
+        "No findings in 2 files. 3 files skipped (1 binary, 2 unreadable). 1 file analysed only in part "
+        "(syntax error). 1 hint not shown (--show-hints)."
+    )
+
+
 def test_problem_lines() -> None:
     assert render_problem(FileProblem("/home/ada/project/a.py", "binary file"), CWD) == "dynamo-lens: a.py: binary file"
     located = FileProblem("/home/ada/project/b.py", "not valid UTF-8", line=2, column=6)

@@ -62,7 +62,7 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.setattr("builtins.open", deny)
     problem = read_bytes(str(target))
-    assert problem == FileProblem(str(target), "cannot read: Permission denied")
+    assert problem == FileProblem(str(target), "cannot read: Permission denied", reason="unreadable")
 
 
 def test_vanished_file(tmp_path: Path) -> None:

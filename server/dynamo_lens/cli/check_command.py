@@ -4,7 +4,8 @@ Exit codes: 0 no findings (or ``--exit-zero``), 1 findings, 2 usage or internal 
 decoded or parsed is a message on stderr; the other files are still analysed and the exit code is not 2.
 
 Hints (hazards in code that no compile site in the checked files reaches, and compile-site notes) are the editor's
-quiet layer: ``check`` counts them in its summary but reports them, and fails on them, only with ``--show-hints``.
+quiet layer: ``check`` counts them in its summary and lists them only with ``--show-hints``; they never change the
+exit code.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def _check(args: argparse.Namespace) -> int:
 
     if result.missing or result.internal_errors:
         return EXIT_ERROR
-    return EXIT_FINDINGS if shown and not args.exit_zero else EXIT_CLEAN
+    failing = any(f.severity is not Severity.HINT for f in shown)
+    return EXIT_FINDINGS if failing and not args.exit_zero else EXIT_CLEAN
 
 
 def _with_flags(loaded: LoadedSettings, args: argparse.Namespace) -> Settings | None:

@@ -34,4 +34,4 @@ def render(
         return render_json(findings, cwd)
     if output_format == "sarif":
         return render_sarif(findings, problems, cwd)
-    return render_text(findings, files, cwd, hidden_hints)
+    return render_text(findings, files, cwd, hidden_hints, problems)

@@ -11,7 +11,13 @@ from dynamo_lens.output.paths import display_path, relative_finding
 from dynamo_lens.scan_sources import FileProblem
 
 
-def render_text(findings: Sequence[Finding], files: int, cwd: Path, hidden_hints: int = 0) -> str:
+def render_text(
+    findings: Sequence[Finding],
+    files: int,
+    cwd: Path,
+    hidden_hints: int = 0,
+    problems: Sequence[FileProblem] = (),
+) -> str:
     lines: list[str] = []
     for finding in sorted((relative_finding(f, cwd) for f in findings), key=Finding.sort_key):
         span = finding.span
@@ -19,19 +25,29 @@ def render_text(findings: Sequence[Finding], files: int, cwd: Path, hidden_hints
         for related in finding.related:
             where = related.span
             lines.append(f"    {where.path}:{where.line}:{where.column}: {related.message}")
-    lines.append(summary_line(findings, files, hidden_hints))
+    lines.append(summary_line(findings, files, hidden_hints, problems))
     return "\n".join(lines) + "\n"
 
 
-def summary_line(findings: Sequence[Finding], files: int, hidden_hints: int = 0) -> str:
-    """``Found 3 findings (2 warnings, 1 hint) in 12 files.`` or ``No findings in 12 files.``, and the hidden hints."""
-    checked = _plural(files, "file")
+def summary_line(
+    findings: Sequence[Finding], files: int, hidden_hints: int = 0, problems: Sequence[FileProblem] = ()
+) -> str:
+    """``Found 3 findings (2 warnings, 1 hint) in 12 files.`` or ``No findings in 12 files.``, then the files skipped
+    and why, the files analysed only in part, and the hidden hints. ``files`` counts every file found; the skipped
+    ones are not counted as checked."""
+    skipped = Counter(p.reason for p in problems if p.reason and not p.partial)
+    partial = Counter(p.reason for p in problems if p.reason and p.partial)
+    checked = _plural(files - skipped.total(), "file")
     if findings:
         counts = Counter(f.severity for f in findings)
         parts = [_plural(counts[s], s.value) for s in Severity if counts[s]]
         line = f"Found {_plural(len(findings), 'finding')} ({', '.join(parts)}) in {checked}."
     else:
         line = f"No findings in {checked}."
+    if skipped:
+        line += f" {_plural(skipped.total(), 'file')} skipped ({_reasons(skipped)})."
+    if partial:
+        line += f" {_plural(partial.total(), 'file')} analysed only in part ({_reasons(partial)})."
     if hidden_hints:
         line += f" {_plural(hidden_hints, 'hint')} not shown (--show-hints)."
     return line
@@ -43,6 +59,13 @@ def render_problem(problem: FileProblem, cwd: Path) -> str:
     if problem.line is not None:
         where += f":{problem.line}" + (f":{problem.column}" if problem.column is not None else "")
     return f"dynamo-lens: {where}: {problem.message}"
+
+
+def _reasons(counts: Counter[str]) -> str:
+    """``syntax error`` for one reason, ``2 binary, 1 unreadable`` for several."""
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{count} {reason}" for reason, count in sorted(counts.items()))
 
 
 def _plural(count: int, noun: str) -> str:
