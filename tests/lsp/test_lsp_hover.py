@@ -73,3 +73,27 @@ async def test_no_hover_elsewhere(opened: tuple[Session, Path], line: int, chara
 async def test_no_hover_for_an_unknown_document(opened: tuple[Session, Path], workspace: Path) -> None:
     session, _ = opened
     assert await hover(session, workspace / "never_opened.py", CLASS_LINE, 7) is None
+
+
+GRAPH_BREAK = """import torch
+
+
+class Scorer(torch.nn.Module):
+    def forward(self, x):
+        return x.sum().item()
+
+
+compiled = torch.compile(Scorer())
+"""
+
+
+async def test_a_predicted_guard_keeps_the_colons_inside_its_parentheses(lsp: StartServer, workspace: Path) -> None:
+    path = workspace / "scorer.py"
+    path.write_text(GRAPH_BREAK, encoding="utf-8")
+    session = await lsp(workspace)
+    session.open(path)
+    [diagnostic] = [d for d in await session.diagnostics(path, 1) if d.code == "DL301"]
+    text = await hover(session, path, 3, 7)
+    assert text is not None
+    assert "(torch 2.13: GB0124" in diagnostic.message
+    assert f"- *predicted* · line 6 · **DL301**: {diagnostic.message}\n" in text

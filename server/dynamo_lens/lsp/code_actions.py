@@ -3,8 +3,8 @@
 * **Mark module dynamic** first, on a module attribute Dynamo specialises on (DL101), because users ask for it by
   that name. It is version-aware. Torch before 2.5 still specialised ``nn.Module`` instances: the fix sets
   ``self.torchdynamo_force_dynamic = True`` in ``__init__``. From 2.5 every module is already dynamic
-  (``inline_inbuilt_nn_modules``): the title says so and the action applies what is left for an int attribute,
-  ``torch._dynamo.config.allow_unspec_int_on_nn_module = True`` (the finding's own fix, retitled).
+  (``inline_inbuilt_nn_modules``): the action applies what is left for an int attribute,
+  ``torch._dynamo.config.allow_unspec_int_on_nn_module = True`` (the finding's own fix, retitled to say so).
 * The finding's other fixes, read back from ``Diagnostic.data`` (never recomputed), offered only where they work on
   the selected interpreter's torch (``Fix.min_torch``/``max_torch``).
 * A suppression comment ``# dynamo-lens: ignore[CODE]`` (merged into an existing one on that line).
@@ -102,8 +102,7 @@ def mark_module_dynamic(
     if flag is None or facts.get("kind") != "int":
         return fixes
     title = (
-        f"Mark module dynamic: `{short}` is already dynamic on torch {version}; "
-        f"make its int attributes dynamic (`{UNSPEC_INT_FLAG} = True`)"
+        f"Mark module dynamic: let the int attributes of `{short}` vary (`{UNSPEC_INT_FLAG} = True`, torch {version})"
     )
     marked = Fix(title=title, edits=flag.edits, safe=flag.safe, min_torch=flag.min_torch, max_torch=flag.max_torch)
     return [marked, *(f for f in fixes if f is not flag)]

@@ -74,4 +74,22 @@ def predicted_guard(finding: Finding) -> str:
     attribute, kind = finding.data.get("attribute"), finding.data.get("kind")
     if isinstance(attribute, str) and isinstance(kind, str):
         return f"will guard `self.{attribute} == <value>` ({kind} attribute)"
-    return finding.message.split(": ")[0] if ": " in finding.message else finding.message
+    return gist(finding.message)
+
+
+def gist(message: str) -> str:
+    """The message up to its first ``": "`` outside parentheses and code: what happens, without the why
+    (``x.item()` breaks the graph when compiled (torch 2.13: GB0124 …)`` stays whole)."""
+    depth, code = 0, False
+    for i, char in enumerate(message):
+        if char == "`":
+            code = not code
+        elif code:
+            continue
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char == ":" and depth == 0 and message.startswith(": ", i):
+            return message[:i]
+    return message
