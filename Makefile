@@ -9,8 +9,9 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint typecheck pytest clean extension test-extension demo-editor
 
 $(STAMP): pyproject.toml
+	@echo "make: installing torch 2.13.0 (CPU) and the dev tools into $(VENV); a few minutes the first time"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check torch==2.13.0 -e '.[dev]'
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on torch==2.13.0 -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP) extension
@@ -29,13 +30,22 @@ pytest: $(STAMP)
 
 test: lint typecheck pytest test-extension
 
-# The VS Code extension (extension/, package.json): npm packages, then the .vsix with the bundled server.
+# The VS Code extension (extension/, package.json): npm packages, then the .vsix with the bundled server, built
+# again only when something it is made from changed (`make test` right after `make demo` reuses it).
 NODE_STAMP := node_modules/.package-lock.json
+VERSION := $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' package.json)
+VSIX := dynamo-lens-$(VERSION).vsix
+VSIX_INPUTS := package.json package-lock.json pyproject.toml tsconfig.json eslint.config.mjs .prettierrc.json \
+	.prettierignore .vscodeignore README.md LICENSE \
+	$(shell find extension/src extension/test extension/bootstrap extension/scripts server/dynamo_lens docs/screenshots \
+		-type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 
-extension: $(STAMP) $(NODE_STAMP)
+extension: $(VSIX)
+
+$(VSIX): $(STAMP) $(NODE_STAMP) $(VSIX_INPUTS)
 	npm run check
 	PYTHON=$(BIN)/python npm run bundle:server
 	npm run package

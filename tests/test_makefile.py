@@ -1,0 +1,62 @@
+"""The Makefile's set-up: `make test` right after `make demo` reuses the .vsix; a changed source builds it again.
+
+Dry runs (``make -n``) in a copy of the files the Makefile reads, with the install stamps and the .vsix made newer
+than every source, as after a ``make demo``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE_STEP = "npm run package"
+
+
+def _tracked_files() -> list[str]:
+    listed = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True)
+    return [line for line in listed.stdout.splitlines() if not line.startswith(("tests/", "benchmarks/", "examples/"))]
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Path:
+    if shutil.which("make") is None or shutil.which("git") is None:
+        pytest.skip("needs make and git")
+    for name in _tracked_files():
+        target = tmp_path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, target)
+    later = time.time() + 60
+    version = json.loads((REPO / "package.json").read_text(encoding="utf-8"))["version"]
+    for made in (".venv/.installed", "node_modules/.package-lock.json", f"dynamo-lens-{version}.vsix"):
+        path = tmp_path / made
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        os.utime(path, (later, later))
+    return tmp_path
+
+
+def _dry_run(root: Path, target: str) -> str:
+    done = subprocess.run(["make", "-n", target], cwd=root, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_an_up_to_date_vsix_is_not_built_again(built: Path) -> None:
+    assert PACKAGE_STEP not in _dry_run(built, "extension")
+    assert PACKAGE_STEP not in _dry_run(built, "test-extension")
+
+
+@pytest.mark.parametrize(
+    "changed", ["server/dynamo_lens/cli/__init__.py", "extension/src/status.ts", "package.json", "README.md"]
+)
+def test_a_changed_source_builds_the_vsix_again(built: Path, changed: str) -> None:
+    much_later = time.time() + 120
+    os.utime(built / changed, (much_later, much_later))
+    assert PACKAGE_STEP in _dry_run(built, "extension")
