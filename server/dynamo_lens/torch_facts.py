@@ -17,6 +17,11 @@ TORCH = f"torch {TORCH_VERSION_ASSUMED}"
 
 RECOMPILE_LIMIT = 8
 """``torch._dynamo.config.recompile_limit`` (alias ``cache_size_limit``): compiles of a frame before it runs eagerly."""
+ACCUMULATED_RECOMPILE_LIMIT = 256
+"""``torch._dynamo.config.accumulated_recompile_limit`` (alias ``accumulated_cache_size_limit``): a cap on all the
+entries of a frame, checked before ``recompile_limit`` (``torch/_dynamo/cache_size.py``,
+``exceeds_recompile_limit``), so it decides where a project raises ``recompile_limit`` past it (measured: with
+``recompile_limit = 64`` and ``accumulated_recompile_limit = 5``, 5 compiles and the limit)."""
 
 NOT_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
 """Capitalised names under ``torch.nn`` that are tensors, not modules."""

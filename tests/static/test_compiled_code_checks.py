@@ -4,6 +4,7 @@ test_torch_agreement.py; fixtures: test_fixtures.py.)"""
 
 from __future__ import annotations
 
+import importlib.metadata
 import textwrap
 
 import pytest
@@ -397,7 +398,7 @@ def installed_torch(tmp_path, monkeypatch):
         def locate_file(self, name: str):
             return tmp_path / name
 
-    monkeypatch.setattr(torch_facts.importlib.metadata, "distribution", lambda name: Distribution())
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Distribution())
     torch_facts.installed_gb_ids.cache_clear()
     yield
     torch_facts.installed_gb_ids.cache_clear()
@@ -411,9 +412,9 @@ def test_graph_break_id_is_the_installed_torchs() -> None:
 
 def test_no_torch_installed_means_no_graph_break_id(monkeypatch) -> None:
     def missing(name: str):
-        raise torch_facts.importlib.metadata.PackageNotFoundError(name)
+        raise importlib.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(torch_facts.importlib.metadata, "distribution", missing)
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
     torch_facts.installed_gb_ids.cache_clear()
     try:
         [found] = only(analyse(ITEM_IN_FORWARD), "DL301")
@@ -479,7 +480,13 @@ def test_environment_set_after_a_compile_changes_nothing() -> None:
     [
         ("", "", "after recompile_limit (8) the frame runs eagerly"),
         ("torch._dynamo.config.recompile_limit = 32", "", "after recompile_limit (32) the frame runs eagerly"),
-        ("torch._dynamo.config.cache_size_limit = 1e6", "", "after recompile_limit (1000000) the frame runs eagerly"),
+        # torch's cap on all of a frame's entries stops it first (DL101_run_counter_accumulated_limit*.py measure it)
+        ("torch._dynamo.config.cache_size_limit = 1e6", "", "after accumulated_recompile_limit (256) the frame runs"),
+        (
+            "torch._dynamo.config.cache_size_limit = 1e6; torch._dynamo.config.accumulated_cache_size_limit = 2e6",
+            "",
+            "after recompile_limit (1000000) the frame runs eagerly",
+        ),
         ("torch._dynamo.config.recompile_limit = LIMIT", "", "after recompile_limit the frame runs eagerly"),
         ("", ", recompile_limit=4", "after recompile_limit (4) the frame runs eagerly"),
         ("", ", fullgraph=True", "after recompile_limit (8) the next compile raises `FailOnRecompileLimitHit`"),

@@ -56,6 +56,10 @@ CASES = (
     Case("DL101_counter_in_block_built_from_config.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
     # the limit the project sets, and what the compile past it does, decide the message
     Case("DL101_run_counter_raised_limit.py", "DL101", 12, limit_hit=True, severity="warning"),
+    Case("DL101_run_counter_accumulated_limit.py", "DL101", 5, limit_hit=True, severity="warning"),  # the lower cap
+    Case(
+        "DL101_run_counter_accumulated_limit_fullgraph.py", "DL101", 6, limit_hit=True, severity="warning", raises=True
+    ),
     Case("DL101_run_counter_call_limit.py", "DL101", 4, limit_hit=True, severity="warning"),
     Case("DL101_run_counter_patched_limit.py", "DL101", 12, limit_hit=True, severity="warning"),  # patch decorator
     Case("DL101_run_counter_patched_limit_with.py", "DL101", 12, limit_hit=True, severity="warning"),  # with patch
@@ -193,7 +197,7 @@ def test_limit_the_message_states_is_the_one_torch_hit(case: Case) -> None:
     findings = static_findings(case)
     assert findings
     for finding in findings:
-        assert f"recompile_limit ({case.compiles})" in finding.message, finding.message
+        assert f"recompile_limit ({case.compiles})" in finding.message, finding.message  # or accumulated_recompile_...
         assert ("FailOnRecompileLimitHit" in finding.message) == case.raises, finding.message
         assert ("eagerly" in finding.message) != case.raises, finding.message
 

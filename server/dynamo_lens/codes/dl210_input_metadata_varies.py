@@ -813,7 +813,8 @@ def _judge_per_parameter(candidate: PerParameterShape, index: WorkspaceIndex) ->
     each = f"{candidate.message}; {why}, so each distinct parameter shape compiles once"
     limit = settings.recompile_limit(index, candidate.sites)
     if limit.value is None or limit.value > RECOMPILE_LIMIT:
-        message = f"{each} (one entry per distinct shape, within the project's {limit.named})"
+        message = f"{each} (one entry per distinct shape, within the project's {limit.named_recompile_limit}"
+        message += f"; {limit.past()})" if limit.capped else ")"
         related = (*related, *limit.related)
     else:
         message = f"{each}; past {limit.value} distinct shapes, {settings.PAST_LIMIT}"

@@ -26,7 +26,7 @@ from dynamo_lens.model import Edit, Related, Span
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.contexts import FORCE_EAGER, SET_STANCE
 from dynamo_lens.static.summary import CompileSite, DynamoSetting
-from dynamo_lens.torch_facts import RECOMPILE_LIMIT
+from dynamo_lens.torch_facts import ACCUMULATED_RECOMPILE_LIMIT, RECOMPILE_LIMIT
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -265,6 +265,9 @@ class Limit:
 
     value: int | None = RECOMPILE_LIMIT
     """None when the project sets it to a value the scan cannot read (``= args.limit``)."""
+    accumulated: int | None = ACCUMULATED_RECOMPILE_LIMIT
+    """``accumulated_recompile_limit``, torch's cap on all the entries of a frame (None when unreadable): the limit
+    where it is the lower (a project that raises ``recompile_limit`` to 1e6 still stops at 256)."""
     raises_under: str = ""
     """What makes the compile past the limit raise (`` `fullgraph=True` ``), or ``""``."""
     stance: str = ""
@@ -274,17 +277,30 @@ class Limit:
 
     @property
     def named(self) -> str:
-        """``recompile_limit (8)``."""
+        """``recompile_limit (8)``, or ``accumulated_recompile_limit (256)`` where that cap is the lower."""
+        if self.capped:
+            return f"accumulated_recompile_limit ({self.accumulated})"
+        return self.named_recompile_limit
+
+    @property
+    def named_recompile_limit(self) -> str:
+        """``recompile_limit (1000000)``, whether or not the accumulated cap is the lower."""
         return "recompile_limit" if self.value is None else f"recompile_limit ({self.value})"
+
+    @property
+    def capped(self) -> bool:
+        """``accumulated_recompile_limit`` stops the frame before ``recompile_limit`` does."""
+        return self.value is not None and self.accumulated is not None and self.accumulated < self.value
 
     def allows(self, entries: int) -> bool:
         """``entries`` compiles of one frame stay within the limit (an unknown limit allows torch's default)."""
-        return entries <= (RECOMPILE_LIMIT if self.value is None else self.value)
+        cap = RECOMPILE_LIMIT if self.value is None else self.value
+        return entries <= (min(cap, self.accumulated) if self.accumulated is not None else cap)
 
     def within(self, entries: int) -> str:
         """``, within recompile_limit (12)`` when only the project's raised limit keeps ``entries`` from hitting
         it, else ``""``."""
-        return f", within {self.named}" if entries > RECOMPILE_LIMIT and self.allows(entries) else ""
+        return f", within {self.named_recompile_limit}" if entries > RECOMPILE_LIMIT and self.allows(entries) else ""
 
     def past(self, eager: str = "the frame runs eagerly") -> str:
         """``after recompile_limit (8) <eager>``, or the error the next compile raises instead, or what the stance
@@ -310,6 +326,12 @@ def recompile_limit(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> Limi
     elif setting is not None:
         value = _count(setting.value)
         related.append(set_here(setting))
+    accumulated: int | None = ACCUMULATED_RECOMPILE_LIMIT
+    cap = _value_in_force(index, "accumulated_recompile_limit", sites)
+    if cap is not None:
+        accumulated = _count(cap.value)
+        if value is not None and accumulated is not None and accumulated < value:
+            related.append(set_here(cap))
     raises_under = ""
     fullgraph = compile_option(sites, "fullgraph")
     fail = in_force(index, "fail_on_recompile_limit_hit", "True", sites)
@@ -322,7 +344,8 @@ def recompile_limit(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> Limi
     stance = _stance_in_force(index, sites)
     if stance is not None:
         related.append(set_here(stance))
-    return Limit(value, raises_under, stance.value.strip("'\"") if stance is not None else "", tuple(related))
+    stance_name = stance.value.strip("'\"") if stance is not None else ""
+    return Limit(value, accumulated, raises_under, stance_name, tuple(related))
 
 
 def forced_eager(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> DynamoSetting | None:
