@@ -7,7 +7,6 @@ real ``torch.compile`` (``tests/static/test_torch_agreement*.py``); a message ne
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 from dataclasses import dataclass
 
 TORCH_VERSION_ASSUMED = "2.13"
@@ -93,6 +92,8 @@ class GraphBreak:
 def installed_gb_ids() -> dict[str, str] | None:
     """``gb_type`` → graph-break id, read from ``torch/_dynamo/graph_break_registry.json`` of the torch installed
     beside Dynamo Lens (torch is not imported); None when there is none, or it ships no registry (before 2.8)."""
+    import importlib.metadata  # here, not at import: the language server answers `initialize` without it
+
     try:
         torch_dir = importlib.metadata.distribution("torch").locate_file("torch")
     except importlib.metadata.PackageNotFoundError:

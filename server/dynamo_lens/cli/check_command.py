@@ -15,14 +15,13 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dynamo_lens.cache import AnalysisCache
 from dynamo_lens.cli import EXIT_CLOSED_PIPE, quiet_closed_stdout
-from dynamo_lens.config import LoadedSettings, Settings, load_settings, parse_code_list
-from dynamo_lens.model import Severity
-from dynamo_lens.output import FORMATS, render
-from dynamo_lens.output.text import render_problem
+from dynamo_lens.output import FORMATS
+
+if TYPE_CHECKING:  # loaded by `check` itself: `dynamo-lens serve` builds this parser too, and starts fast
+    from dynamo_lens.config import LoadedSettings, Settings
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -65,7 +64,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    # Imported here so that `dynamo-lens explain` and `--help` do not pay for the analyzer's import.
+    # Imported here so that `dynamo-lens serve`, `explain` and `--help` do not pay for the analyzer's import.
+    from dynamo_lens.cache import AnalysisCache
+    from dynamo_lens.config import load_settings
+    from dynamo_lens.model import Severity
+    from dynamo_lens.output import render
+    from dynamo_lens.output.text import render_problem
     from dynamo_lens.scan import scan
 
     cwd = Path.cwd()
@@ -99,6 +103,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def _with_flags(loaded: LoadedSettings, args: argparse.Namespace) -> Settings | None:
     """The settings with ``--select``/``--ignore`` applied, or None (after a message) for an unknown code."""
+    from dynamo_lens.config import parse_code_list
+
     select = [c for value in args.select for c in parse_code_list(value)] if args.select else None
     ignore = [c for value in args.ignore for c in parse_code_list(value)] if args.ignore else None
     flagged = loaded.settings.with_overrides(select=select, ignore=ignore)

@@ -16,8 +16,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from dynamo_lens.static import exprs
-
 if TYPE_CHECKING:
     from dynamo_lens.runtime.report import Frame, FrameRef, GraphBreak, LimitHit, Recompile, RunReport
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -211,6 +209,8 @@ def _site_place(model: WorkspaceIndex, summary: FileSummary, site: CompileSite) 
 def _site_name(model: WorkspaceIndex, site: CompileSite) -> str:
     """What the site compiles, named as the hover titles it: the class of a compiled instance, a method, a function,
     or the target's source text when the semantic model cannot tell."""
+    from dynamo_lens.static import exprs  # the analyzer is loaded by then; importing it here keeps start-up light
+
     for entry in model.compiled_entries(site):
         if entry[0] == "function":
             return entry[1][1]

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from dynamo_lens.model import Finding
-from dynamo_lens.output.json_document import render_json
-from dynamo_lens.output.sarif import render_sarif
-from dynamo_lens.output.text import render_text
-from dynamo_lens.scan_sources import FileProblem
+if TYPE_CHECKING:  # the renderers load on first use: `dynamo-lens serve` builds the CLI's parser, not its output
+    from dynamo_lens.model import Finding
+    from dynamo_lens.scan_sources import FileProblem
 
 OutputFormat = Literal["text", "json", "sarif"]
 FORMATS: tuple[OutputFormat, ...] = ("text", "json", "sarif")
@@ -30,6 +28,10 @@ def render(
     hidden_hints: int = 0,
 ) -> str:
     """The stdout text of ``check --format output_format`` (``hidden_hints`` is mentioned in the text summary)."""
+    from dynamo_lens.output.json_document import render_json
+    from dynamo_lens.output.sarif import render_sarif
+    from dynamo_lens.output.text import render_text
+
     if output_format == "json":
         return render_json(findings, cwd)
     if output_format == "sarif":
