@@ -17,6 +17,20 @@ APT_PACKAGES=(libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev pkg-config c
 
 log() { printf '[install-code-server] %s\n' "$*" >&2; }
 
+# Runs "$@" and says every HEARTBEAT_SECONDS (default 30) that it still runs: code-server's postinstall prints
+# "Installing Code dependencies..." and then nothing for minutes.
+with_heartbeat() {
+  local what="$1"
+  shift
+  local started=$SECONDS status=0 beat
+  (while sleep "${HEARTBEAT_SECONDS:-30}"; do log "still $what ($((SECONDS - started)) s)"; done) &
+  beat=$!
+  "$@" || status=$?
+  kill "$beat" 2>/dev/null || true
+  wait "$beat" 2>/dev/null || true
+  return "$status"
+}
+
 install_debian_packages() {
   local missing=()
   for pkg in "${APT_PACKAGES[@]}"; do
@@ -62,9 +76,12 @@ install_code_server() {
     # The package's install script (it installs the VS Code server's dependencies) is run here, with Node 24
     # first on PATH: npm may skip it (install-scripts policy, a user agent it does not recognise), and npm 11
     # runs it with a PATH on which the system's Node 20 comes first, which the script refuses.
-    npm install --no-audit --no-fund --ignore-scripts "code-server@$CODE_SERVER_VERSION" >&2
-    log "running code-server's postinstall.sh"
-    (cd "$CS_DIR/node_modules/code-server" && npm_config_user_agent="npm/11 node/v24 linux x64" sh postinstall.sh >&2)
+    with_heartbeat "downloading code-server" \
+      npm install --no-audit --no-fund --ignore-scripts "code-server@$CODE_SERVER_VERSION" >&2
+    log "running code-server's postinstall.sh (it installs VS Code's dependencies: a few minutes)"
+    cd "$CS_DIR/node_modules/code-server"
+    npm_config_user_agent="npm/11 node/v24 linux x64" with_heartbeat "installing VS Code's dependencies" \
+      sh postinstall.sh >&2
   )
   mkdir -p "$CACHE/bin"
   cat > "$CACHE/bin/code-server" <<WRAPPER
@@ -77,9 +94,14 @@ WRAPPER
   touch "$STAMP"
 }
 
-install_debian_packages
-install_node24
-install_code_server
-[ -x /usr/bin/chromium ] || { log "/usr/bin/chromium missing after install"; exit 1; }
-echo "code-server: $CACHE/bin/code-server"
-echo "chromium: /usr/bin/chromium"
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then # run, not sourced (the tests source it for with_heartbeat)
+  install_debian_packages
+  install_node24
+  install_code_server
+  [ -x /usr/bin/chromium ] || {
+    log "/usr/bin/chromium missing after install"
+    exit 1
+  }
+  echo "code-server: $CACHE/bin/code-server"
+  echo "chromium: /usr/bin/chromium"
+fi

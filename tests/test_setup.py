@@ -1,7 +1,8 @@
-"""The Makefile's set-up: `make test` right after `make demo` reuses the .vsix; a changed source builds it again.
+"""Set-up on a fresh machine: `make test` right after `make demo` reuses the .vsix (a changed source builds it again),
+and the long silent steps say that they still run.
 
-Dry runs (``make -n``) in a copy of the files the Makefile reads, with the install stamps and the .vsix made newer
-than every source, as after a ``make demo``.
+The Makefile is exercised by dry runs (``make -n``) in a copy of the files it reads, with the install stamps and the
+.vsix made newer than every source, as after a ``make demo``.
 """
 
 from __future__ import annotations
@@ -60,3 +61,18 @@ def test_a_changed_source_builds_the_vsix_again(built: Path, changed: str) -> No
     much_later = time.time() + 120
     os.utime(built / changed, (much_later, much_later))
     assert PACKAGE_STEP in _dry_run(built, "extension")
+
+
+INSTALL_CODE_SERVER = REPO / "extension" / "scripts" / "install-code-server.sh"
+
+
+@pytest.mark.parametrize(("command", "status"), [("sleep 2.5", 0), ("sh -c 'sleep 1.5; exit 3'", 3)])
+def test_a_long_install_step_says_it_still_runs(command: str, status: int) -> None:
+    """code-server's postinstall prints "Installing Code dependencies..." and then nothing for minutes."""
+    script = f'source "{INSTALL_CODE_SERVER}"; with_heartbeat "installing it" {command} || exit $?'
+    done = subprocess.run(
+        ["bash", "-c", script], env={**os.environ, "HEARTBEAT_SECONDS": "1"}, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == status
+    assert "[install-code-server] still installing it (1 s)" in done.stderr.splitlines()
+    assert done.stdout == ""  # sourcing the script installs nothing
