@@ -249,11 +249,16 @@ def test_counter_recompiles_are_blamed_on_the_read_of_the_attribute(counter_file
     recompiled, limit = findings
     assert recompiled.span.column == COUNTER.splitlines()[COUNTER_STEPS - 1].index("self.steps") + 1
     assert recompiled.span.end_column - recompiled.span.column == len("self.steps")
-    assert recompiled.message.startswith("recompiled 8\N{MULTIPLICATION SIGN}: `self.steps == 7` failed (EQUALS_MATCH)")
+    # 7 recompiles made entries 0/1..0/7; the eighth was refused at the limit (the counts of every view)
+    assert recompiled.message.startswith(
+        "recompiled 7\N{MULTIPLICATION SIGN}: `self.steps == 7` failed (EQUALS_MATCH) in `forward`, "
+        "and refused 1 more at the recompile limit"
+    )
     assert "`self.steps` went 0 → 1 → 2 → \N{HORIZONTAL ELLIPSIS} → 7 across 8 entries" in recompiled.message
     assert recompiled.source == "runtime" and recompiled.severity is Severity.WARNING
     assert [r.span.line for r in recompiled.related] == [COUNTER_DEF, COUNTER_CALL]
-    assert recompiled.data["recompiles"] == 8 and recompiled.data["hint"] == STEPS_HINT
+    assert (recompiled.data["recompiles"], recompiled.data["refused"]) == (7, 1)
+    assert recompiled.data["hint"] == STEPS_HINT
     assert recompiled.data["guard_diffs"][-1] == "entry 0/7 vs 0/6: `self.steps` `self.steps == 6` → `== 7`"
     assert limit.severity is Severity.ERROR
     assert "recompile_limit (8) hit for `forward`" in limit.message
@@ -415,8 +420,8 @@ def test_runtime_finding_confirms_a_static_one_on_the_same_line(counter_file: st
     merged = merge_findings([_static("DL101", counter_file, COUNTER_STEPS)], runtime)
     by_code = {f.code: f for f in merged}
     assert set(by_code) == {"DL101", "DL501", "DL502"}
-    assert by_code["DL101"].data["confirmed"] == "8 recompiles; recompile_limit hit"
-    assert by_code["DL501"].message.endswith("(confirmed: 8 recompiles, as DL101 predicted)")
+    assert by_code["DL101"].data["confirmed"] == "7 recompiles; recompile_limit hit"
+    assert by_code["DL501"].message.endswith("(confirmed: 7 recompiles, as DL101 predicted)")
     assert by_code["DL501"].data["confirms"] == ["DL101"]
 
 
@@ -441,7 +446,7 @@ def test_a_static_finding_whose_related_read_is_the_runtime_line_is_confirmed(co
     runtime = findings_from_report(_counter_report(counter_file))
     outside = _static("DL111", counter_file, COUNTER_CALL + 1, related_line=COUNTER_STEPS)
     merged = merge_findings([outside], runtime)
-    assert next(f for f in merged if f.code == "DL111").data["confirmed"].startswith("8 recompiles")
+    assert next(f for f in merged if f.code == "DL111").data["confirmed"].startswith("7 recompiles")
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -474,8 +479,10 @@ def test_real_counter_is_blamed_on_steps_line_with_limit_hit(tmp_path: Path) -> 
     report = _run_real(tmp_path, COUNTER)
     assert _codes_lines(report) == [("DL501", COUNTER_STEPS), ("DL502", COUNTER_STEPS)]
     recompiled = report.findings[0]
-    assert recompiled.data["recompiles"] == 8 and recompiled.data["kind"] == "EQUALS_MATCH"
-    assert recompiled.message.startswith("recompiled 8\N{MULTIPLICATION SIGN}: `self.steps == 7` failed (EQUALS_MATCH)")
+    assert recompiled.data["recompiles"] == 7 and recompiled.data["kind"] == "EQUALS_MATCH"
+    assert recompiled.message.startswith("recompiled 7\N{MULTIPLICATION SIGN}: `self.steps == 7` failed (EQUALS_MATCH)")
+    counts = report.counts(report.frames[0])
+    assert (counts.compiles, counts.recompiles, counts.refused, counts.limit_hits) == (8, 7, 1, 1)
 
 
 @pytest.mark.slow

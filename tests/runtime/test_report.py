@@ -16,6 +16,7 @@ import pytest
 
 from dynamo_lens.runtime.report import (
     CacheEntry,
+    Counts,
     FailedGuard,
     Frame,
     FrameRef,
@@ -180,6 +181,29 @@ def test_minimal_document_gets_defaults() -> None:
     assert report.complete is True
     assert report.ended_by == "unknown"
     assert report.summary == Summary()
+
+
+def test_counts_are_entries_with_code_and_the_recompiles_that_made_them() -> None:
+    """The numbers every view shows: a compile refused at the limit is neither a compile nor a recompile, and a
+    graph break or limit hit belongs to the frame it names."""
+    forward = Frame(
+        "forward",
+        "/w/m.py",
+        3,
+        frame_id=0,
+        cache_entries=(CacheEntry("0/0", "ok"), CacheEntry("0/1", "ok"), CacheEntry("0/2", "recompile_limit")),
+    )
+    resumed = Frame("resume", "/w/m.py", 5, frame_id=1, is_resume=True, cache_entries=(CacheEntry("1/0", "ok"),))
+    report = dataclasses.replace(
+        _report(),
+        frames=(forward, resumed),
+        recompiles=(Recompile("0/1", forward.ref), Recompile("0/2", forward.ref)),
+        graph_breaks=(GraphBreak("0/0", "item", path="/w/m.py", line=5, frame=forward.ref),),
+        limit_hits=(LimitHit("recompile_limit", 8, "", forward.ref),),
+    )
+    assert report.counts(forward) == Counts(compiles=2, recompiles=1, refused=1, graph_breaks=1, limit_hits=1)
+    assert report.counts(resumed) == Counts(compiles=1)
+    assert report.counts() == Counts(compiles=3, recompiles=1, refused=1, graph_breaks=1, limit_hits=1)
 
 
 def test_frame_lookup_by_ref_respects_reset_epochs() -> None:

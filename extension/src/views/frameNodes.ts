@@ -71,9 +71,13 @@ function frameNode(frame: Frame, report: RunReport, root: string | undefined, cl
   const breaks = (report.graph_breaks ?? []).filter((gb) => sameFrame(gb.frame, frame));
   breaks.forEach((gb) => claimed.add(gb));
   const limits = (report.limit_hits ?? []).filter((hit) => sameFrame(hit.frame, frame));
-  const facts = [plural(entries.length, "cache entry", "cache entries")];
-  if (recompiles.length > 0) {
-    facts.push(plural(recompiles.length, "recompile"));
+  // The counts every view shows (the server's runtime/report.py `Counts`): entries that hold code, and the
+  // recompiles that made one; a compile refused at the limit is neither.
+  const produced = new Set(entries.filter((entry) => entry.status === "ok").map((entry) => entry.compile_id));
+  const made = recompiles.filter((r) => produced.has(r.compile_id)).length;
+  const facts = [plural(produced.size, "cache entry", "cache entries")];
+  if (made > 0) {
+    facts.push(plural(made, "recompile"));
   }
   if (limits.length > 0) {
     facts.push("limit hit");
@@ -87,7 +91,7 @@ function frameNode(frame: Frame, report: RunReport, root: string | undefined, cl
       group(
         "recompiles",
         "Recompiles",
-        recompiles.map((r) => recompileNode(r, root)),
+        recompiles.map((r) => recompileNode(r, produced.has(r.compile_id), root)),
       ),
     );
   }
@@ -133,12 +137,12 @@ function guardNode(guard: Guard, root: string | undefined): FrameNode {
   };
 }
 
-function recompileNode(recompile: Recompile, root: string | undefined): FrameNode {
+function recompileNode(recompile: Recompile, madeEntry: boolean, root: string | undefined): FrameNode {
   const failed = recompile.failed_guards ?? [];
   const first = failed[0];
   return {
     kind: "recompile",
-    label: `recompile ${recompile.compile_id ?? "?"}`,
+    label: `recompile ${recompile.compile_id ?? "?"}${madeEntry ? "" : " (refused at the limit)"}`,
     description: first ? [first.text, where(first, root)].filter(Boolean).join("  ") : undefined,
     location: first ? locate(first) : undefined,
     children: failed.map((guard) => ({

@@ -30,6 +30,7 @@ const report: RunReport = {
           guards: [guard("self.steps == 0", 25), guard("x: float32[8, 16]", null, "TENSOR_MATCH")],
         },
         { compile_id: "0/1", status: "ok", compile_time_s: null, guards: [guard("self.steps == 1", 25)] },
+        { compile_id: "0/2", status: "recompile_limit", compile_time_s: 0.01, guards: [] },
       ],
     },
     { name: "main", path: "/elsewhere/run.py", line: 3, cache_entries: [] },
@@ -39,6 +40,11 @@ const report: RunReport = {
       compile_id: "0/1",
       frame: forward,
       failed_guards: [{ entry: "0/0", kind: "EQUALS_MATCH", text: "self.steps == 0", path: MODEL, line: 25 }],
+    },
+    {
+      compile_id: "0/2",
+      frame: forward,
+      failed_guards: [{ entry: "0/1", kind: "EQUALS_MATCH", text: "self.steps == 1", path: MODEL, line: 25 }],
     },
     { compile_id: "9/9", frame: { name: "other", path: MODEL, line: 1 }, failed_guards: [] },
   ],
@@ -82,10 +88,11 @@ describe("buildFrameNodes", () => {
   });
 
   it("nests cache entries → guards, then recompiles, graph breaks and the limit hit", () => {
-    const [entry0, entry1, recompiles, breaks, limit] = nodes[0].children;
+    const [entry0, entry1, refused, recompiles, breaks, limit] = nodes[0].children;
     expect(entry0.label).toBe("cache entry 0/0");
     expect(entry0.description).toBe("ok · 0.12 s · 2 guards");
     expect(entry1.description).toBe("ok · 1 guard");
+    expect(refused.description).toBe("recompile_limit · 0.01 s · 0 guards"); // listed, not counted above
     expect(entry0.children.map((g) => [g.label, g.description, g.location])).toEqual([
       ["self.steps == 0", "EQUALS_MATCH  examples/model.py:25", { path: MODEL, line: 25 }],
       ["x: float32[8, 16]", "TENSOR_MATCH", undefined],
@@ -93,6 +100,7 @@ describe("buildFrameNodes", () => {
     expect(recompiles.label).toBe("Recompiles");
     expect(recompiles.children.map((r) => [r.label, r.description, r.location?.line])).toEqual([
       ["recompile 0/1", "self.steps == 0  examples/model.py:25", 25],
+      ["recompile 0/2 (refused at the limit)", "self.steps == 1  examples/model.py:25", 25],
     ]);
     expect(labels(recompiles.children[0].children)).toEqual(["entry 0/0: self.steps == 0"]);
     expect(breaks.children.map((b) => [b.label, b.location?.line, b.tooltip])).toEqual([

@@ -5,7 +5,8 @@ Reported after an instrumented run (`dynamo-lens run`) for every compiled frame 
 The finding sits on the user line responsible for the guard that failed: the read that installed the guard
 (`self.steps += 1` for `self.steps == 2`), or, for failures that carry no source line of their own (a tensor's size,
 dtype, stride or `requires_grad`, grad mode, the default device), the user's call that triggered the recompile. The
-message names the guard, its kind and how often the frame recompiled; the guard diff between consecutive cache
+message names the guard, its kind and how often the frame recompiled (recompiles that produced a cache entry; one
+that the recompile limit refused is counted apart, and reported by DL502); the guard diff between consecutive cache
 entries shows what changed (`self.steps == 2` → `== 3`, `x` size[0] 4 → dynamic).
 
 ## Why it matters
@@ -18,7 +19,7 @@ only the first failing guard of each earlier entry, so fixing one cause can reve
 ```python
 class Model(nn.Module):
     def forward(self, x):
-        self.steps += 1            # DL501: recompiled 8\N{MULTIPLICATION SIGN}: `self.steps == 1` failed (EQUALS_MATCH)
+        self.steps += 1            # DL501: recompiled 7\N{MULTIPLICATION SIGN}: `self.steps == 7` failed (EQUALS_MATCH)
         return self.lin(x) * self.steps
 ```
 

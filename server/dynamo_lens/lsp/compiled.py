@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from dynamo_lens.runtime.report import Frame, FrameRef, GraphBreak, LimitHit, Recompile, RunReport
+    from dynamo_lens.runtime.report import Counts, Frame, FrameRef, GraphBreak, LimitHit, Recompile, RunReport
     from dynamo_lens.static.semantic.index import WorkspaceIndex
     from dynamo_lens.static.summary import ClassSummary, CompileSite, FileSummary, FunctionSummary, MethodSummary
 
@@ -63,30 +63,21 @@ class Observed:
     recompiles: tuple[Recompile, ...]
     graph_breaks: tuple[GraphBreak, ...]
     limit_hits: tuple[LimitHit, ...]
-
-    @property
-    def compiles(self) -> int:
-        return sum(len(frame.cache_entries) for frame in self.frames)
+    counts: Counts
+    """The run's counts for these frames (and the graph breaks of their resume functions), as every view shows
+    them."""
 
     def stats_text(self) -> str:
-        """``compiled 9x · 8 recompiles · limit hit · 2 graph breaks`` (zero counts left out)."""
-        counts = self.counts()
-        stats = [f"compiled {counts['compiles']}{TIMES}"]
-        if counts["recompiles"]:
-            stats.append(f"{counts['recompiles']} recompile" + ("s" if counts["recompiles"] > 1 else ""))
-        if counts["limitHits"]:
+        """``compiled 8x · 7 recompiles · limit hit · 2 graph breaks`` (zero counts left out)."""
+        counts = self.counts
+        stats = [f"compiled {counts.compiles}{TIMES}"]
+        if counts.recompiles:
+            stats.append(f"{counts.recompiles} recompile" + ("s" if counts.recompiles > 1 else ""))
+        if counts.limit_hits:
             stats.append("limit hit")
-        if counts["graphBreaks"]:
-            stats.append(f"{counts['graphBreaks']} graph break" + ("s" if counts["graphBreaks"] > 1 else ""))
+        if counts.graph_breaks:
+            stats.append(f"{counts.graph_breaks} graph break" + ("s" if counts.graph_breaks > 1 else ""))
         return " · ".join(stats)
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "compiles": self.compiles,
-            "recompiles": len(self.recompiles),
-            "graphBreaks": len(self.graph_breaks),
-            "limitHits": len(self.limit_hits),
-        }
 
 
 def places_in_file(path: str, model: WorkspaceIndex) -> list[Place]:
@@ -162,13 +153,25 @@ def place_at(places: Iterable[Place], line: int, column: int) -> Place | None:
 def observed(place: Place, report: RunReport) -> Observed:
     frames = tuple(f for f in report.frames if not f.is_resume and any(_frame_matches(f, d) for d in place.defs))
     keys = {(f.name, f.path, f.line) for f in frames}
+    from dynamo_lens.runtime.report import Counts  # loaded with the report this is called with
+
     if not frames:
-        return Observed((), (), (), ())
+        return Observed((), (), (), (), Counts())
+    graph_breaks = tuple(gb for gb in report.graph_breaks if gb.frame is not None and _ref_in(gb.frame, frames))
+    limit_hits = tuple(h for h in report.limit_hits if h.frame is not None and _ref_in(h.frame, frames))
+    per_frame = [report.counts(frame) for frame in frames]
     return Observed(
         frames=frames,
         recompiles=tuple(r for r in report.recompiles if (r.frame.name, r.frame.path, r.frame.line) in keys),
-        graph_breaks=tuple(gb for gb in report.graph_breaks if gb.frame is not None and _ref_in(gb.frame, frames)),
-        limit_hits=tuple(h for h in report.limit_hits if h.frame is not None and _ref_in(h.frame, frames)),
+        graph_breaks=graph_breaks,
+        limit_hits=limit_hits,
+        counts=Counts(
+            compiles=sum(c.compiles for c in per_frame),
+            recompiles=sum(c.recompiles for c in per_frame),
+            refused=sum(c.refused for c in per_frame),
+            graph_breaks=len(graph_breaks),
+            limit_hits=len(limit_hits),
+        ),
     )
 
 

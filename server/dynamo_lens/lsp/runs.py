@@ -86,16 +86,16 @@ class RunStore:
 def summarise(outcome: RunOutcome, uri: str) -> dict[str, Any]:
     """The ``dynamoLens/runFinished`` payload and the command's answer."""
     report = outcome.report
-    summary = report.summary if report is not None else None
+    counts = report.counts() if report is not None else None
     return {
         "uri": uri,
         "exitCode": outcome.exit_code,
         "durationS": round(outcome.duration_s, 3),
-        "frames": summary.frames if summary else 0,
-        "compiles": summary.compiles if summary else 0,
-        "recompiles": summary.recompiles if summary else 0,
-        "graphBreaks": summary.graph_breaks if summary else 0,
-        "limitHits": summary.limit_hits if summary else 0,
+        "frames": len(report.frames) if report is not None else 0,
+        "compiles": counts.compiles if counts else 0,
+        "recompiles": counts.recompiles if counts else 0,
+        "graphBreaks": counts.graph_breaks if counts else 0,
+        "limitHits": counts.limit_hits if counts else 0,
         "cancelled": outcome.cancelled,
         "timedOut": outcome.timed_out,
         "error": run_problem(outcome),

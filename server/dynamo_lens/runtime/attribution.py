@@ -142,9 +142,9 @@ class FrameStats:
     frame: Frame
     label: str
     compiles: int
-    """Compiles that produced code (cache entries)."""
     recompiles: int
     graph_breaks: int
+    """As :class:`~dynamo_lens.runtime.report.Counts` counts them."""
     limit_hit: str | None
     """The limit that was hit (``recompile_limit``), or None."""
     compile_time_s: float
@@ -165,15 +165,14 @@ def frame_stats(report: RunReport) -> list[FrameStats]:
             last_by_line.pop((blame.path, blame.line), None)
             last_by_line[(blame.path, blame.line)] = blame
         hits = [h.limit for h in report.limit_hits if h.frame is not None and report.frame(h.frame) is frame]
+        counts = report.counts(frame)
         stats.append(
             FrameStats(
                 frame=frame,
                 label=frame_label(frame),
-                compiles=frame.compiles_ok,
-                recompiles=len(blames),
-                graph_breaks=sum(
-                    1 for g in report.graph_breaks if g.frame is not None and report.frame(g.frame) is frame
-                ),
+                compiles=counts.compiles,
+                recompiles=counts.recompiles,
+                graph_breaks=counts.graph_breaks,
                 limit_hit=hits[0] if hits else None,
                 compile_time_s=sum(e.compile_time_s or 0.0 for e in frame.cache_entries),
                 culprits=tuple(last_by_line.values()),
@@ -210,7 +209,15 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
     what = f"`{last.shown}` failed ({failed.kind})" if failed is not None and failed.kind else _failure_text(failed)
     if source is not None and last.source != source:
         what += f" (Dynamo's name: `{source}`, reached through a container module)"
-    message = f"recompiled {len(group)}{_MULT}: {what} in `{frame_label(frame)}`"
+    produced = {entry.compile_id for entry in frame.cache_entries if entry.produced_code}
+    made = sum(1 for blame in group if blame.recompile.compile_id in produced)
+    refused = len(group) - made
+    if made:
+        message = f"recompiled {made}{_MULT}: {what} in `{frame_label(frame)}`"
+        if refused:
+            message += f", and refused {refused} more at the recompile limit"
+    else:
+        message = f"a recompile refused at the recompile limit ({refused}{_MULT}): {what} in `{frame_label(frame)}`"
     resumed = _RESUME.match(frame.name)
     if source is not None and source.startswith("___stack") and resumed is not None:
         message += f" (`{source}`: the value computed on line {resumed.group('line')}, carried across the graph break)"
@@ -235,7 +242,8 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
         )
     data: dict[str, object] = {
         "frame": frame.name,
-        "recompiles": len(group),
+        "recompiles": made,
+        "refused": refused,
         "compiles": frame.compiles_ok,
         "compile_ids": [b.recompile.compile_id for b in group],
         "attributed_to": last.attributed_to,

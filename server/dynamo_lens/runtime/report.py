@@ -289,6 +289,23 @@ class Summary(_Record):
 
 
 @dataclass(frozen=True, slots=True)
+class Counts:
+    """What a run, or one frame of it, compiled: the one set of numbers every view shows (the CLI's table and
+    summary line, lenses, inlay hints, the Compiled Frames view, the status bar, DL501 and DL502). The report's
+    ``summary`` keeps Dynamo's raw tallies (``compiles`` counts refused attempts too, ``recompiles`` every recompile
+    event); these are what users read as "compiled N times"."""
+
+    compiles: int = 0
+    """Compiles that produced a cache entry."""
+    recompiles: int = 0
+    """Of those, the ones made because the guards of the frame's earlier entries failed."""
+    refused: int = 0
+    """Compiles refused at the recompile limit: the calls that needed them ran eagerly."""
+    graph_breaks: int = 0
+    limit_hits: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class RunReport(_Record):
     """The whole ``dynamo-lens.run`` v1 document.
 
@@ -333,6 +350,25 @@ class RunReport(_Record):
         if cast(int, version) > RUN_SCHEMA_VERSION:
             raise ReportError(f"unsupported {RUN_SCHEMA} version {version} (this Dynamo Lens reads up to 1)")
         return _decode_record(cls, obj, where)
+
+    def counts(self, frame: Frame | None = None) -> Counts:
+        """The :class:`Counts` of one frame, or (``None``) of the whole run."""
+        frames = self.frames if frame is None else (frame,)
+        produced = {(id(f), e.compile_id) for f in frames for e in f.cache_entries if e.produced_code}
+        recompiles = 0
+        for recompile in self.recompiles:
+            found = self.frame(recompile.frame)
+            recompiles += found is not None and (id(found), recompile.compile_id) in produced
+        return Counts(
+            compiles=sum(f.compiles_ok for f in frames),
+            recompiles=recompiles,
+            refused=sum(1 for f in frames for e in f.cache_entries if e.status == "recompile_limit"),
+            graph_breaks=sum(1 for g in self.graph_breaks if frame is None or self._of(g.frame, frame)),
+            limit_hits=sum(1 for h in self.limit_hits if frame is None or self._of(h.frame, frame)),
+        )
+
+    def _of(self, ref: FrameRef | None, frame: Frame) -> bool:
+        return ref is not None and self.frame(ref) is frame
 
     def frame(self, ref: FrameRef) -> Frame | None:
         """The frame a :class:`FrameRef` names (same epoch and id, else same epoch, name, path and line)."""
