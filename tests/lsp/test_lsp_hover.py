@@ -56,11 +56,19 @@ async def test_predicted_guards_before_any_run(
     )
 
 
+async def test_the_hazard_itself_shows_the_guard_it_will_make(opened: tuple[Session, Path]) -> None:
+    session, path = opened
+    text = await hover(session, path, COUNTER_LINE, 12)  # on `self.steps` of `self.steps += 1`
+    assert text is not None
+    assert text.startswith(f"**Dynamo Lens** · line {COUNTER_LINE + 1} · no run yet")
+    assert "- *predicted* · **DL101**: will guard `self.steps == <value>` (int attribute)" in text
+
+
 @pytest.mark.parametrize(
     ("line", "character"),
     [
         pytest.param(0, 3, id="an import"),
-        pytest.param(COUNTER_LINE, 12, id="inside forward's body"),
+        pytest.param(COUNTER_LINE + 1, 12, id="inside forward's body, where no finding is"),
         pytest.param(COMPILE_LINE, 0, id="before the compile call on its line"),
         pytest.param(400, 0, id="past the end of the document"),
     ],

@@ -112,6 +112,13 @@ async def test_run_publishes_findings_hints_lenses_and_real_guards(lsp: StartSer
     assert f"1. 0/1: `self.steps == 0` failed (line {line}) → `self.steps` `self.steps == 0` → `== 1`" in text
     assert "predicted" not in text
 
+    # on the hazard itself: the guard it made, with the value each cache entry held
+    on_counter = await hover(session, path, COUNTER_LINE, 12)
+    assert on_counter.startswith(f"**Dynamo Lens** · line {COUNTER_LINE + 1} · last run")
+    assert f"#### Guard installed here ({summary['compiles']} cache entries)" in on_counter
+    assert "- entry 0/0: `self.steps == 0` (EQUALS_MATCH)\n- entry 0/1: `self.steps == 1` (EQUALS_MATCH)" in on_counter
+    assert "**DL501**: recompiled " in on_counter
+
     report = await execute(session, "dynamoLens.showReport", {"uri": uri(path)})
     assert report["schema"] == "dynamo-lens.run" and report["exit_code"] == 0
 

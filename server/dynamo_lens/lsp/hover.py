@@ -1,12 +1,15 @@
-"""``textDocument/hover`` on a compile site, a compiled class (its ``class`` line or ``forward``) or a compiled ``def``.
+"""``textDocument/hover`` on a compile site, a compiled class (its ``class`` line or ``forward``) or a compiled ``def``,
+and on a hazard itself (the expression a finding sits on: ``self.steps`` of ``self.steps += 1``).
 
 After a run: the guards Dynamo really installed, their recompile history and the graph breaks
-(:mod:`dynamo_lens.lsp.report_markdown`). Before any run: the guards the static findings predict, marked as predicted.
+(:mod:`dynamo_lens.lsp.report_markdown`); on a hazard, the guard it made in each cache entry with the value it held.
+Before any run: the guards the static findings predict, marked as predicted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -14,6 +17,9 @@ from dynamo_lens.lsp.compiled import Place, body_end, observed, place_at, places
 from dynamo_lens.lsp.positions import from_lsp_position, to_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.model import Finding
+
+if TYPE_CHECKING:
+    from dynamo_lens.runtime.report import RunReport
 
 
 def register(server: DynamoLensServer) -> None:
@@ -37,7 +43,7 @@ def hover_at(server: DynamoLensServer, path: str, position: types.Position) -> s
         return None  # past the end of the document
     place = place_at(places_in_file(path, server.analysis.model()), line, column)
     if place is None:
-        return None
+        return hazard_hover(server, path, line, column)
     result = server.runs.for_path(path)
     report = result.report if result is not None else None
     seen = observed(place, report) if report is not None else None
@@ -48,6 +54,59 @@ def hover_at(server: DynamoLensServer, path: str, position: types.Position) -> s
     state = server.documents.find(path)
     static = state.static if state is not None else ()
     return render_predicted(place, predicted_findings(place, static, body_end(place, server.analysis.summary(path))))
+
+
+def hazard_hover(server: DynamoLensServer, path: str, line: int, column: int) -> str | None:
+    """On the expression a finding sits on: the guard the last run installed there, entry by entry, or before a run
+    the guard the static finding predicts; None where no finding is."""
+    state = server.documents.find(path)
+    if state is None:
+        return None
+    static = [f for f in state.static if f.code != "DL001" and _covers(f, line, column)]
+    runtime = [t.finding for t in state.runtime if not t.stale and _covers(t.finding, line, column)]
+    if not static and not runtime:
+        return None
+    result = server.runs.for_path(path)
+    seen = [
+        text
+        for finding in runtime
+        if result is not None and result.report is not None
+        for text in _observed_guard(finding, result.report)
+    ]
+    if seen:
+        from dynamo_lens.lsp.report_markdown import render_guard_history  # runtime modules load on first use
+
+        return render_guard_history(line, seen, runtime)
+    if not static:
+        return None
+    body = [f"- *predicted* · **{f.code}**: {predicted_guard(f)}" for f in static]
+    head = f"**Dynamo Lens** · line {line} · no run yet"
+    return "\n".join([head, "", *body, "\n_Predicted from the source; run with Dynamo Lens to see the real guard._"])
+
+
+def _covers(finding: Finding, line: int, column: int) -> bool:
+    span = finding.span
+    if not span.line <= line <= span.end_line:
+        return False
+    return (line > span.line or column >= span.column) and (line < span.end_line or column <= span.end_column)
+
+
+def _observed_guard(finding: Finding, report: RunReport) -> list[tuple[str, str, str]]:
+    """(entry, guard text, kind) of the guard a recompile finding names, in each cache entry of its frame."""
+    from dynamo_lens.runtime.guard_diff import readable_guard_text, readable_source
+
+    source, compile_ids = finding.data.get("source"), finding.data.get("compile_ids")
+    if not isinstance(source, str) or not isinstance(compile_ids, list):
+        return []
+    found: list[tuple[str, str, str]] = []
+    for frame in report.frames:
+        if not any(entry.compile_id in compile_ids for entry in frame.cache_entries):
+            continue  # the frame whose recompiles the finding counts
+        for entry in frame.cache_entries:
+            for guard in entry.guards:
+                if guard.source is not None and readable_source(guard.source) == source:
+                    found.append((entry.compile_id, readable_guard_text(guard.text), guard.kind or ""))
+    return found
 
 
 def predicted_findings(place: Place, findings: Sequence[Finding], end: int) -> list[Finding]:

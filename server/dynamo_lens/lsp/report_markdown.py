@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from dynamo_lens.lsp.compiled import TIMES, Observed, Place
+from dynamo_lens.model import Finding
 from dynamo_lens.runtime.guard_diff import (
     NOISE_KINDS,
     EntryDiff,
@@ -72,6 +73,21 @@ def render_observed(place: Place, seen: Observed, report: RunReport) -> str:
         parts.extend(_graph_break_line(gb.line, gb.gb_type, gb.reason, gb.gb_id, gb.count) for gb in seen.graph_breaks)
     if report.missing:
         parts.append("\n_Not collected on this torch: " + "; ".join(report.missing) + "_")
+    return "\n".join(parts)
+
+
+def render_guard_history(line: int, seen: Sequence[tuple[str, str, str]], findings: Sequence[Finding]) -> str:
+    """The hover on a hazard after a run: the guard it made in each cache entry (``entry 0/3: self.steps == 3``),
+    the first and last few when there are many, then the runtime findings there."""
+    shown = list(seen)
+    if len(shown) > MAX_HISTORY:
+        shown = [*shown[: MAX_HISTORY // 2], ("", "…", ""), *shown[-(MAX_HISTORY // 2) :]]
+    parts = [f"**Dynamo Lens** · line {line} · last run", "", f"#### Guard installed here ({len(seen)} cache entries)"]
+    parts += [
+        f"- entry {entry}: `{text}`" + (f" ({kind})" if kind else "") if entry else f"- {text}"
+        for entry, text, kind in shown
+    ]
+    parts += ["", *(f"**{f.code}**: {f.message}" for f in findings)]
     return "\n".join(parts)
 
 
