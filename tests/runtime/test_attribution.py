@@ -543,6 +543,8 @@ def test_real_graph_break_carries_registry_id(tmp_path: Path) -> None:
     graph_break, recompiled = report.findings
     assert graph_break.data["gb_id"] == "GB0124"
     assert recompiled.data["frame"] == "torch_dynamo_resume_in_f_at_7" and recompiled.data["recompiles"] == 1
+    assert recompiled.severity is Severity.INFO  # once, then the float is dynamic: bounded
+    assert graph_break.severity is Severity.WARNING
     assert "(`___stack0`: the value computed on line 7, carried across the graph break)" in recompiled.message
     assert "`___stack0` `== " in recompiled.message and "→ dynamic (float)" in recompiled.message
 

@@ -13,7 +13,9 @@ entries shows what changed (`self.steps == 2` → `== 3`, `x` size[0] 4 → dyna
 Every recompile re-runs Dynamo's tracing and the backend compiler (seconds with Inductor) and adds one more cache
 entry whose guards are checked on every call. A frame that recompiles on every call never reaches a steady state and,
 after `torch._dynamo.config.recompile_limit` (8) entries, falls back to eager execution (see DL502). Dynamo reports
-only the first failing guard of each earlier entry, so fixing one cause can reveal the next.
+only the first failing guard of each earlier entry, so fixing one cause can reveal the next. A line whose guard failed
+once, the new entry then serving every later call (a train/eval switch, a grad mode, a size before automatic dynamic
+shapes made it dynamic), is reported as info; recompiles that recur, or that the limit refused, are warnings.
 
 ## Example
 ```python

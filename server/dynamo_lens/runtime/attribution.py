@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dynamo_lens.codes import confirmations, get_rule
-from dynamo_lens.model import Finding, Related, Span
+from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.runtime.guard_diff import (
     GLOBAL_STATE_KEY,
     LENGTH_KINDS,
@@ -255,7 +255,10 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
             data["source"] = source
         if failed.hint:
             data["hint"] = failed.hint
-    return _finding(RECOMPILED, span, message, related, data)
+    finding = _finding(RECOMPILED, span, message, related, data)
+    if made == 1 and not refused:  # once, then reused: a train/eval switch, a grad mode, a size before it went dynamic
+        return replace(finding, severity=Severity.INFO)
+    return finding
 
 
 def _user_spelling(source: str | None, line_text: str | None) -> str | None:
