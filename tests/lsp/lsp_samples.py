@@ -75,3 +75,19 @@ FIXED = RECOMPILING.replace(
 # RECOMPILING that waits at the start, so that a test can edit or start a second run while it is going.
 SLOW_RECOMPILING = RECOMPILING.replace("import torch\n", "import time\n\nimport torch\n\ntime.sleep(4)\n", 1)
 SLOW_SHIFT = 4  # lines SLOW_RECOMPILING adds above the class
+
+SHAPES = """\
+import torch
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x):
+        return (x * 2).sum()
+
+
+model = torch.compile(Scale(), backend="eager", dynamic=False)
+for n in range(2, 12):
+    batch = torch.randn(n, 3)
+    model(batch)
+"""
+SHAPES_CALL_LINE = 11  # `model(batch)`: DL501 (a size recompile), with the mark_dynamic fix

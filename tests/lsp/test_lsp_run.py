@@ -19,6 +19,8 @@ from lsp_samples import (
     CRASHER,
     FIXED,
     RECOMPILING,
+    SHAPES,
+    SHAPES_CALL_LINE,
     SLEEPER,
     SLOW_RECOMPILING,
     SLOW_SHIFT,
@@ -155,6 +157,38 @@ async def test_rerun_to_verify_compares_before_and_after(lsp: StartServer, works
     assert hints[COMPILE_LINE].endswith(f"verified: {after['verify']['text']}")
     report = await execute(session, "dynamoLens.showReport", {"uri": uri(path)})
     assert report["verification"] == after["verify"]
+
+
+async def test_the_mark_dynamic_quick_fix_of_a_size_recompile_is_verified_by_a_rerun(
+    lsp: StartServer, workspace: Path
+) -> None:
+    path = workspace / "shapes.py"
+    path.write_text(SHAPES, encoding="utf-8")
+    session = await lsp(workspace)
+    session.open(path)
+    before = await run(session, path)
+    assert (before["compiles"], before["recompiles"], before["limitHits"]) == (8, 7, 1)
+    [diagnostic] = [d for d in runtime(await session.diagnostics(path)) if d.code == "DL501"]
+    assert diagnostic.range.start.line == SHAPES_CALL_LINE
+    actions = await session.client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri(path)),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    [fix] = [a for a in actions or () if isinstance(a, types.CodeAction) and a.title.startswith("Mark `batch`")]
+    assert fix.edit is not None and fix.edit.changes is not None
+    [edit] = fix.edit.changes[uri(path)]
+    assert (edit.range.start.line, edit.new_text) == (SHAPES_CALL_LINE, "    torch._dynamo.mark_dynamic(batch, 0)\n")
+    lines = SHAPES.splitlines(keepends=True)
+    lines.insert(edit.range.start.line, edit.new_text)
+    fixed = "".join(lines)
+    session.change(path, fixed)
+    path.write_text(fixed, encoding="utf-8")
+    after = await run(session, path, verify=True)
+    assert (after["compiles"], after["recompiles"], after["limitHits"]) == (1, 0, 0)
+    assert after["verify"]["text"] == "recompiles 7 → 0, compiles 8 → 1, limit no longer hit"
 
 
 async def test_cancel_through_progress_kills_the_run(lsp: StartServer, workspace: Path) -> None:

@@ -653,3 +653,40 @@ def test_real_counter_inside_a_compiled_sequential_reads_as_the_users_attribute(
         "reached through a container module) in `inner (Dynamo's module wrapper)`; `self.count` went 0 → 1 → 2 "
         "across 3 entries"
     )
+
+
+SHAPES = """
+    import torch
+
+
+    class Scale(torch.nn.Module):
+        def forward(self, x, factor=2.0):
+            return (x * factor).sum()
+
+
+    model = torch.compile(Scale(), backend="eager", dynamic=False)
+    for n in range(2, 12):
+        batch = torch.randn(n, 3)
+        model(batch)
+"""
+SHAPES_CALL = 13
+
+
+@pytest.mark.slow
+def test_the_mark_dynamic_fix_takes_a_size_recompile_to_one_compile(tmp_path: Path) -> None:
+    """The fix DL501 offers for `tensor 'x' size mismatch`, applied as the editor would, then re-run."""
+    before = _run_real(tmp_path, SHAPES)
+    [recompiled] = [f for f in before.findings if f.code == "DL501"]
+    assert (recompiled.span.line, before.counts().compiles, before.counts().limit_hits) == (SHAPES_CALL, 8, 1)
+    [fix] = recompiled.fixes
+    assert fix.title == "Mark `batch` dimension 0 dynamic before this call (`mark_dynamic`)" and not fix.safe
+    [edit] = fix.edits
+    assert (edit.span.line, edit.span.column, edit.new_text) == (
+        SHAPES_CALL,
+        1,
+        "    torch._dynamo.mark_dynamic(batch, 0)\n",
+    )
+    lines = textwrap.dedent(SHAPES).splitlines(keepends=True)
+    lines.insert(edit.span.line - 1, edit.new_text)
+    after = _run_real(tmp_path, "".join(lines))
+    assert (after.counts().compiles, after.counts().recompiles, after.findings) == (1, 0, ())

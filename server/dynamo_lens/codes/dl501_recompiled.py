@@ -38,7 +38,11 @@ counted per compile id as Dynamo numbers them. Runtime findings describe one run
 longer match.
 
 ## Fix safety
-The finding carries no automatic fix of its own; the static finding it confirms does, with that code's safety.
+Where a tensor's size failed the guard (`tensor 'x' size mismatch at index 0`) and the call passes that tensor as a
+plain name, the finding offers `torch._dynamo.mark_dynamic(<name>, <dim>)` on the line before the call's statement
+(measured: ten batch sizes under `dynamic=False` go from 8 compiles and the limit to 1 compile; "Re-run to verify"
+shows it). The fix is unsafe: code that specialises on that size then raises a constraint violation instead of
+recompiling. Other causes carry no fix of their own; the static finding a run confirms does, with its safety.
 
 ## References
 - PyTorch, "Dealing with recompilations": https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html

@@ -34,6 +34,7 @@ from dynamo_lens.runtime.guard_diff import (
     readable_source,
     value_history,
 )
+from dynamo_lens.runtime.mark_dynamic_fix import mark_dynamic_fix
 from dynamo_lens.runtime.report import (
     FailedGuard,
     Frame,
@@ -256,6 +257,9 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
         if failed.hint:
             data["hint"] = failed.hint
     finding = _finding(RECOMPILED, span, message, related, data)
+    if failed is not None and failed.kind == "TENSOR_MATCH" and call is not None:
+        fix = mark_dynamic_fix(failed.text, frame.path, frame.line, call.path, call.line)
+        finding = replace(finding, fixes=(fix,)) if fix is not None else finding
     if made == 1 and not refused:  # once, then reused: a train/eval switch, a grad mode, a size before it went dynamic
         return replace(finding, severity=Severity.INFO)
     return finding
