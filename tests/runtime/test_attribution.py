@@ -678,6 +678,8 @@ def test_the_mark_dynamic_fix_takes_a_size_recompile_to_one_compile(tmp_path: Pa
     before = _run_real(tmp_path, SHAPES)
     [recompiled] = [f for f in before.findings if f.code == "DL501"]
     assert (recompiled.span.line, before.counts().compiles, before.counts().limit_hits) == (SHAPES_CALL, 8, 1)
+    # the guard is the user's own line: named once, as the related location, not again as an absolute "inside" path
+    assert "`x` guarded here" in [r.message for r in recompiled.related]
     [fix] = recompiled.fixes
     assert fix.title == "Mark `batch` dimension 0 dynamic before this call (`mark_dynamic`)" and not fix.safe
     [edit] = fix.edits

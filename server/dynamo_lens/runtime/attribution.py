@@ -234,7 +234,8 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
         )
     installed = _installing_guard(frame, failed)
     if last.attributed_to != "guard" and installed is not None and installed.path and installed.line:
-        where = f" (inside {_short_origin(installed.origin)})" if installed.origin else ""
+        inside = installed.origin and installed.origin != f"{installed.path}:{installed.line}"
+        where = f" (inside {_short_origin(installed.origin)})" if inside else ""
         related.append(
             Related(
                 lines.span(installed.path, installed.line, [source] if source else []),
@@ -290,7 +291,8 @@ def _installing_guard(frame: Frame, failed: FailedGuard | None) -> Guard | None:
 
 
 def _short_origin(origin: str) -> str:
-    """``/…/site-packages/torch/nn/modules/linear.py:134`` → ``torch/nn/modules/linear.py:134``."""
+    """``/…/site-packages/torch/nn/modules/linear.py:134`` → ``torch/nn/modules/linear.py:134``: where a guard was
+    installed inside a library (the user's own line is the related location itself, never repeated as a path)."""
     for marker in ("site-packages/", "dist-packages/"):
         if marker in origin:
             return origin.rsplit(marker, 1)[1]
