@@ -234,8 +234,9 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
         )
     installed = _installing_guard(frame, failed)
     if last.attributed_to != "guard" and installed is not None and installed.path and installed.line:
-        inside = installed.origin and installed.origin != f"{installed.path}:{installed.line}"
-        where = f" (inside {_short_origin(installed.origin)})" if inside else ""
+        origin = installed.origin
+        inside = origin is not None and origin != f"{installed.path}:{installed.line}"
+        where = f" (inside {_short_origin(origin)})" if origin is not None and inside else ""
         related.append(
             Related(
                 lines.span(installed.path, installed.line, [source] if source else []),
