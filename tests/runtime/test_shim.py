@@ -211,7 +211,17 @@ def test_the_script_runs_as_python_would_and_the_report_is_valid(behaviours: Run
     assert report.torch_version is not None and report.torch_version.startswith("2.")
     assert report.config["recompile_limit"] == 8
     assert report.missing == ()
-    assert all(report.sources_ok.values()) and len(report.sources_ok) == 7
+    assert report.sources_ok == dict.fromkeys(shim.SOURCES, True)
+
+
+def test_the_warnings_shown_are_kept_with_the_line_they_name(behaviours: Run) -> None:
+    [copied] = [w for w in behaviours.report.warnings if w.message.startswith("To copy construct from a tensor")]
+    assert (copied.category, copied.path, copied.line) == (
+        "UserWarning",
+        str(BEHAVIOURS),
+        line_of(BEHAVIOURS, "torch-warning"),
+    )
+    assert "To copy construct from a tensor" in behaviours.stderr  # still shown, as Python would
 
 
 def test_the_event_stream_rebuilds_the_same_report(behaviours: Run) -> None:
@@ -487,7 +497,8 @@ def test_a_program_that_never_compiles_pays_nothing_for_dynamo(runs: dict[str, F
     assert (run.returncode, run.stdout) == (0, "[2.0, 2.0] False\n")  # torch._dynamo was never imported
     report = run.report
     assert report.torch_version is not None and report.torch_version.startswith("2.")
-    assert (report.frames, report.sources_ok, report.missing) == ((), {}, ())
+    # only the capture of the warnings shown, which needs nothing from torch, was installed
+    assert (report.frames, report.sources_ok, report.missing) == ((), {"warnings": True}, ())
 
 
 def test_a_forked_child_neither_writes_nor_streams_into_the_parents_report(runs: dict[str, Future[Run]]) -> None:

@@ -269,6 +269,19 @@ class RunError(_Record):
 
 
 @dataclass(frozen=True, slots=True)
+class ShownWarning(_Record):
+    """A Python warning shown during the run, each distinct one once: what torch (or a library, or the program) said
+    that the run's output scrolled past. ``path``/``line`` are the line the warning names: for torch's warnings
+    from C++ (``torch.tensor(t)`` on a tensor) the user's call into torch, for ``warnings.warn`` in torch's Python
+    code a line inside torch."""
+
+    category: str
+    message: str
+    path: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Summary(_Record):
     """Counts over the whole run. ``cache_hits``/``cache_misses`` count guard evaluations of every compiled frame
     (``None`` when the guard-complete hook was unavailable); ``eager_fallback_calls`` estimates the calls that ran
@@ -330,6 +343,7 @@ class RunReport(_Record):
     recompiles: tuple[Recompile, ...] = ()
     graph_breaks: tuple[GraphBreak, ...] = ()
     limit_hits: tuple[LimitHit, ...] = ()
+    warnings: tuple[ShownWarning, ...] = ()
     summary: Summary = field(default_factory=Summary)
     sources_ok: Mapping[str, bool] = field(default_factory=dict)
     missing: tuple[str, ...] = ()

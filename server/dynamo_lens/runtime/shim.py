@@ -70,6 +70,7 @@ MAX_GUARD_TEXT = 1000
 MAX_REASON_TEXT = 4000
 MAX_TRACEBACK_TEXT = 20000
 MAX_STACK = 64
+MAX_WARNINGS = 50  # distinct ones; Python's default filter shows each once per place anyway
 
 # The torch._dynamo.config values that decide guard and recompile behaviour.
 CONFIG_KEYS = (
@@ -101,6 +102,7 @@ SOURCES = (
     "limit_warnings",
     "guard_complete_hook",
     "reset_hook",
+    "warnings",
 )
 
 _METRIC_FIELDS = (
@@ -440,6 +442,7 @@ class ReportBuilder:
         self.reasons: dict[tuple[int, str], list[str]] = {}
         self.breaks: list[Event] = []
         self.limits: list[Event] = []
+        self.warnings: list[Event] = []
         self.live: dict[tuple[int, str], Event] = {}
         self.walked: set[int] = set()
         self.calls: Event = {}
@@ -515,6 +518,8 @@ class ReportBuilder:
             self.breaks.append(event)
         elif kind == "limit":
             self.limits.append(event)
+        elif kind == "warning":
+            self.warnings.append({k: event.get(k) for k in ("category", "message", "path", "line")})
         elif kind == "cache_entries":
             self.walked.add(epoch)
             for entry in event.get("entries") or []:
@@ -947,6 +952,7 @@ class ReportBuilder:
             "recompiles": recompiles,
             "graph_breaks": breaks,
             "limit_hits": limit_hits,
+            "warnings": self.warnings,
             "summary": summary,
             "sources_ok": dict(installed.get("sources_ok") or start.get("sources_ok") or {}),
             "missing": missing,
@@ -1215,6 +1221,7 @@ class Collector:
         self.finished = False
         self.finish_lock = threading.Lock()
         self.reported_errors: set[str] = set()
+        self.warnings_seen: set[tuple[str, str, str, int]] = set()
         if self.stream.open_error:
             self.missing.append(f"{self.stream.open_error}: a killed run would leave nothing")
 
@@ -1240,6 +1247,8 @@ class Collector:
         self.torch_version = version
         if torch_dir is not None:
             self.policy = PathPolicy.for_this_process(torch_dir)
+            # before torch is imported: `import torch` itself warns (no numpy, an old driver)
+            self._install("warnings", self._install_warning_capture, "the warnings shown (warnings.showwarning)")
         self.emit_start()
         if torch_dir is None:
             return
@@ -1275,6 +1284,29 @@ class Collector:
             missing=self._missing_with_consequences(),
             config=self.config_snapshot(),
         )
+
+    def _install_warning_capture(self) -> None:
+        """Record each distinct warning Python shows (torch's C++ warnings name the user's call into torch, so
+        every warning is kept, not only those naming a file of torch), then show it as Python would have."""
+        import warnings
+
+        shown = warnings.showwarning
+
+        def showwarning(message: Any, category: Any, filename: str, lineno: int, *args: Any, **kwargs: Any) -> None:
+            try:
+                self._warning(str(getattr(category, "__name__", category)), str(message), str(filename), lineno)
+            except Exception as exc:
+                self.internal_error("warnings", exc)
+            shown(message, category, filename, lineno, *args, **kwargs)
+
+        warnings.showwarning = showwarning
+
+    def _warning(self, category: str, message: str, path: str, line: int) -> None:
+        key = (category, message[:MAX_REASON_TEXT], path, int(line))
+        if key in self.warnings_seen or len(self.warnings_seen) >= MAX_WARNINGS:
+            return
+        self.warnings_seen.add(key)
+        self.stream.emit("warning", category=key[0], message=key[1], path=path, line=key[3])
 
     def _install(self, name: str, install: Callable[[], None], what: str) -> None:
         if name in self.disabled:
