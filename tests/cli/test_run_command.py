@@ -119,6 +119,7 @@ def test_summary_table_culprits_and_notes(tmp_path: Path, monkeypatch: pytest.Mo
         "    recompile culprit: `self.steps == 0` (EQUALS_MATCH), guard installed at model.py:2",
         "    recompile culprit: `tensor 'x' size mismatch at index 0. expected 2, actual 3` (TENSOR_MATCH), "
         "triggered by the call at model.py:5",
+        "in all: 3 compiles · 2 recompiles · limit hit · 0 graph breaks",
         "1 frame skipped by Dynamo (nothing to compile)",
         "the report is partial: the run was stopped before the shim could finish it",
         "note: not collected: x",
@@ -148,6 +149,8 @@ def test_example_prints_output_table_culprits_and_report(
     lines = out.splitlines()
     forward = next(line for line in lines if line.startswith("forward  examples/recompiling_counter.py:25"))
     assert forward.split()[-5:-1] == ["8", "7", "1", "hit"]  # 8 entries, 7 recompiles; the ninth compile refused
+    # the run's totals, as the status bar shows them (forward and its resume after the graph break)
+    assert "in all: 16 compiles · 14 recompiles · limit hit · 1 graph break · 4 calls ran eagerly" in lines
     assert (
         "    recompile culprit: `self.steps == 7` (EQUALS_MATCH), guard installed at examples/recompiling_counter.py:26"
         in lines

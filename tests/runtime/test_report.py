@@ -204,6 +204,11 @@ def test_counts_are_entries_with_code_and_the_recompiles_that_made_them() -> Non
     assert report.counts(forward) == Counts(compiles=2, recompiles=1, refused=1, graph_breaks=1, limit_hits=1)
     assert report.counts(resumed) == Counts(compiles=1)
     assert report.counts() == Counts(compiles=3, recompiles=1, refused=1, graph_breaks=1, limit_hits=1)
+    assert report.counts().describe() == "3 compiles · 1 recompile · limit hit · 1 graph break"
+    assert (
+        Counts(compiles=1, eager_calls=4).describe()
+        == "1 compile · 0 recompiles · 0 graph breaks · 4 calls ran eagerly"
+    )
 
 
 def test_frame_lookup_by_ref_respects_reset_epochs() -> None:

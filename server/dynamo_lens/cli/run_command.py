@@ -259,6 +259,7 @@ def render_text(
         stats = frame_stats(report)
         if stats:
             lines += _frame_table(stats)
+            lines.append(f"in all: {report.counts().describe()}")
         else:
             lines.append("no frame was compiled" + ("" if report.frames else " (torch.compile never ran)"))
         skipped = sum(1 for f in report.frames if f.skipped)

@@ -316,6 +316,23 @@ class Counts:
     """Compiles refused at the recompile limit: the calls that needed them ran eagerly."""
     graph_breaks: int = 0
     limit_hits: int = 0
+    eager_calls: int | None = None
+    """Calls that ran eagerly because no entry matched and the limit refused a new one (an estimate from the guard
+    misses at the limit's call site; None where the shim could not count calls)."""
+
+    def describe(self) -> str:
+        """``16 compiles · 14 recompiles · limit hit · 1 graph break · 4 calls ran eagerly``, as the status bar."""
+        parts = [_plural(self.compiles, "compile"), _plural(self.recompiles, "recompile")]
+        if self.limit_hits:
+            parts.append("limit hit")
+        parts.append(_plural(self.graph_breaks, "graph break"))
+        if self.eager_calls:
+            parts.append(f"{_plural(self.eager_calls, 'call')} ran eagerly")
+        return " · ".join(parts)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,12 +390,15 @@ class RunReport(_Record):
         for recompile in self.recompiles:
             found = self.frame(recompile.frame)
             recompiles += found is not None and (id(found), recompile.compile_id) in produced
+        hits = [h for h in self.limit_hits if frame is None or self._of(h.frame, frame)]
+        eager = [h.eager_calls for h in hits]
         return Counts(
             compiles=sum(f.compiles_ok for f in frames),
             recompiles=recompiles,
             refused=sum(1 for f in frames for e in f.cache_entries if e.status == "recompile_limit"),
             graph_breaks=sum(1 for g in self.graph_breaks if frame is None or self._of(g.frame, frame)),
-            limit_hits=sum(1 for h in self.limit_hits if frame is None or self._of(h.frame, frame)),
+            limit_hits=len(hits),
+            eager_calls=self.summary.eager_fallback_calls if frame is None else sum(e for e in eager if e) or None,
         )
 
     def _of(self, ref: FrameRef | None, frame: Frame) -> bool:
