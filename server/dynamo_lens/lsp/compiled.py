@@ -68,13 +68,16 @@ class Observed:
     them."""
 
     def stats_text(self) -> str:
-        """``compiled 8x · 7 recompiles · limit hit · 2 graph breaks`` (zero counts left out)."""
+        """``compiled 8x · 7 recompiles · limit hit · 4 calls ran eagerly · 2 graph breaks`` (zero counts left
+        out): is it really running compiled?"""
         counts = self.counts
         stats = [f"compiled {counts.compiles}{TIMES}"]
         if counts.recompiles:
             stats.append(f"{counts.recompiles} recompile" + ("s" if counts.recompiles > 1 else ""))
         if counts.limit_hits:
             stats.append("limit hit")
+        if counts.eager_calls:
+            stats.append(f"{counts.eager_calls} call{'s' if counts.eager_calls > 1 else ''} ran eagerly")
         if counts.graph_breaks:
             stats.append(f"{counts.graph_breaks} graph break" + ("s" if counts.graph_breaks > 1 else ""))
         return " · ".join(stats)
@@ -171,6 +174,7 @@ def observed(place: Place, report: RunReport) -> Observed:
             refused=sum(c.refused for c in per_frame),
             graph_breaks=len(graph_breaks),
             limit_hits=len(limit_hits),
+            eager_calls=sum(c.eager_calls or 0 for c in per_frame) or None,
         ),
     )
 
