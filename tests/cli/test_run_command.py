@@ -128,6 +128,27 @@ def test_summary_table_culprits_and_notes(tmp_path: Path, monkeypatch: pytest.Mo
     ]
 
 
+def test_a_frame_dynamo_gave_up_on_is_said_to_run_eagerly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = str(tmp_path / "model.py")
+    reason = (
+        "Failed to trace builtin operator\n  Explanation: Dynamo does not know how to trace builtin operator `print`"
+    )
+    frames = (
+        Frame(
+            "body", model, 4, 0, 0, False, (CacheEntry("0/0", "skipped", fail_type="Unsupported", fail_reason=reason),)
+        ),
+        Frame("nothing", model, 11, 1, 0, False, (CacheEntry("1/0", "skipped"),)),
+    )
+    report = RunReport(torch_version="2.13.0+cpu", python="3.11", argv=("model.py",), exit_code=0, frames=frames)
+    text = render_text(_outcome(0, report=report), Target(script="model.py"), [], [])
+    assert text.splitlines()[2:5] == [
+        "no frame was compiled",
+        "`body` model.py:4 runs eagerly: Dynamo skipped it (Failed to trace builtin operator)",
+        "1 frame skipped by Dynamo (nothing to compile)",
+    ]
+
+
 def test_budgets_fail_closed_without_a_report() -> None:
     assert budget_problems(None, None, None) == []
     assert budget_problems(None, 3, None) == ["budget not checked: the run left no report"]

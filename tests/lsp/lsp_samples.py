@@ -91,3 +91,20 @@ for n in range(2, 12):
     model(batch)
 """
 SHAPES_CALL_LINE = 11  # `model(batch)`: DL501 (a size recompile), with the mark_dynamic fix
+
+LOOP_BREAK = """\
+import torch
+
+
+def body(x):
+    for i in range(3):
+        print("step", i)
+        x = x + 1
+    return x
+
+
+compiled = torch.compile(body, backend="eager")
+for _ in range(4):
+    compiled(torch.ones(2))
+"""
+LOOP_BREAK_COMPILE_LINE = 10  # Dynamo gives up on `body` (a graph break inside its loop): it runs eagerly

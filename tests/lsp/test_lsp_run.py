@@ -19,6 +19,8 @@ from lsp_samples import (
     COUNTER_LINE,
     CRASHER,
     FIXED,
+    LOOP_BREAK,
+    LOOP_BREAK_COMPILE_LINE,
     RECOMPILING,
     SHAPES,
     SHAPES_CALL_LINE,
@@ -191,6 +193,19 @@ async def test_the_mark_dynamic_quick_fix_of_a_size_recompile_is_verified_by_a_r
     after = await run(session, path, verify=True)
     assert (after["compiles"], after["recompiles"], after["limitHits"]) == (1, 0, 0)
     assert after["verify"]["text"] == "recompiles 7 → 0, compiles 8 → 1, limit no longer hit"
+
+
+async def test_a_function_dynamo_gave_up_on_is_not_said_to_be_compiled(lsp: StartServer, workspace: Path) -> None:
+    path = workspace / "loop_break.py"
+    path.write_text(LOOP_BREAK, encoding="utf-8")
+    session = await lsp(workspace)
+    session.open(path)
+    summary = await run(session, path)
+    assert (summary["compiles"], summary["graphBreaks"]) == (0, 1)
+    hints = await inlay_hints(session, path)
+    assert hints[LOOP_BREAK_COMPILE_LINE] == (
+        "not compiled: Dynamo skipped it (Failed to trace builtin operator), it runs eagerly"
+    )
 
 
 async def test_cancel_through_progress_kills_the_run(lsp: StartServer, workspace: Path) -> None:

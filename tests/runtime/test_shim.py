@@ -22,6 +22,7 @@ import jsonschema
 import pytest
 
 from dynamo_lens.runtime import shim
+from dynamo_lens.runtime.attribution import findings_from_report
 from dynamo_lens.runtime.report import (
     CacheEntry,
     Frame,
@@ -415,6 +416,12 @@ def test_frames_dynamo_skipped_are_marked_skipped(behaviours: Run) -> None:
     assert [(e.status, e.fail_type) for e in in_loop.cache_entries] == [("skipped", "Unsupported")]
     assert nothing.skipped and in_loop.skipped
     assert report.summary.skipped_frames == 2
+    # is it really compiled? the loop's graph break made Dynamo give up on the frame; the other had nothing to compile
+    assert in_loop.skipped_because is not None and nothing.skipped_because is None
+    [in_the_loop] = [
+        f for f in findings_from_report(report) if f.code == "DL503" and f.data["frame"] == "break_in_loop"
+    ]
+    assert "Dynamo then skipped `break_in_loop` altogether: it runs eagerly on every call" in in_the_loop.message
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -262,7 +262,11 @@ def render_text(
             lines.append(f"in all: {report.counts().describe()}")
         else:
             lines.append("no frame was compiled" + ("" if report.frames else " (torch.compile never ran)"))
-        skipped = sum(1 for f in report.frames if f.skipped)
+        for frame in report.frames:  # is it really compiled? a frame Dynamo gave up on runs eagerly every time
+            if frame.skipped_because is not None:
+                where = f"{_display(frame.path)}:{frame.line}"
+                lines.append(f"`{frame.name}` {where} runs eagerly: Dynamo skipped it ({frame.skipped_because})")
+        skipped = sum(1 for f in report.frames if f.skipped and f.skipped_because is None)
         if skipped:
             lines.append(f"{skipped} frame{'s' if skipped != 1 else ''} skipped by Dynamo (nothing to compile)")
         if findings:

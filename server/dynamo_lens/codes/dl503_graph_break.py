@@ -9,7 +9,8 @@ registry's explanation and its hints.
 At a graph break Dynamo ends the current graph, runs the offending code in Python, and starts a new frame (a resume
 function named `torch_dynamo_resume_in_<fn>_at_<line>`) for the rest. Each break costs a device synchronisation or a
 round trip through Python, splits the graph so the backend cannot fuse across it, and gives the resume function its
-own guards and its own recompiles. A graph break inside a loop makes Dynamo skip the whole frame.
+own guards and its own recompiles. A graph break inside a loop makes Dynamo skip the whole frame: the message then
+says the function runs eagerly on every call, and its lens reads "not compiled" (the run's summary lists it too).
 
 ## Example
 ```python

@@ -71,6 +71,9 @@ class Observed:
         """``compiled 8x · 7 recompiles · limit hit · 4 calls ran eagerly · 2 graph breaks`` (zero counts left
         out): is it really running compiled?"""
         counts = self.counts
+        if self.frames and all(frame.skipped for frame in self.frames):
+            why = next((f.skipped_because for f in self.frames if f.skipped_because), None)
+            return f"not compiled: Dynamo skipped it ({why}), it runs eagerly" if why else "nothing to compile"
         stats = [f"compiled {counts.compiles}{TIMES}"]
         if counts.recompiles:
             stats.append(f"{counts.recompiles} recompile" + ("s" if counts.recompiles > 1 else ""))

@@ -429,12 +429,15 @@ def _graph_break(gb: GraphBreak, frame: Frame | None, span: Span, lines: _Source
     message = f"{head}: {title}"
     if frame is not None:
         message += f" in `{frame_label(frame)}`"
+    if frame is not None and frame.skipped:
+        message += f"; Dynamo then skipped `{frame_label(frame)}` altogether: it runs eagerly on every call"
     if gb.explanation:
         message += f". {gb.explanation.rstrip('.')}."
     hints = " ".join(h.strip() for h in gb.hints if h.strip())
     if hints:
         message += f" Hint: {hints}"
-    related = [_def_related(frame, lines, f"`{frame_label(frame)}` is split here")] if frame is not None else []
+    consequence = "runs eagerly" if frame is not None and frame.skipped else "is split here"
+    related = [_def_related(frame, lines, f"`{frame_label(frame)}` {consequence}")] if frame is not None else []
     data: dict[str, object] = {
         "gb_id": gb.gb_id,
         "gb_type": gb.gb_type,

@@ -172,6 +172,15 @@ class Frame(_Record):
         """True when every attempt was skipped: Dynamo runs this frame without compiled code."""
         return bool(self.cache_entries) and all(e.status == "skipped" for e in self.cache_entries)
 
+    @property
+    def skipped_because(self) -> str | None:
+        """For a skipped frame that had something to compile, why Dynamo gave up on it (the first line of its
+        reason: a graph break inside a loop, which Dynamo cannot resume from); None otherwise (nothing to compile)."""
+        if not self.skipped:
+            return None
+        reason = next((e.fail_reason for e in self.cache_entries if e.fail_type and e.fail_reason), None)
+        return reason.strip().splitlines()[0] if reason and reason.strip() else None
+
 
 @dataclass(frozen=True, slots=True)
 class FailedGuard(_Record):
