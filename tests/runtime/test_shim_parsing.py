@@ -249,3 +249,18 @@ def test_the_shim_imports_only_the_standard_library_and_torch() -> None:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             imported.add(node.module.split(".")[0])
     assert imported - set(sys.stdlib_module_names) == {"torch"}
+
+
+def test_before_torch_2_5_the_compiled_code_comes_from_the_metrics_not_the_trace_stack() -> None:
+    """torch 2.4 logs ``dynamo_start`` with the stack above Dynamo's callback, ending in its own ``convert_frame``
+    (measured on 2.4.1: ``__call__`` at convert_frame.py:1116 for every frame); the compile's metrics name the code."""
+    events = _events("/w/m.py")
+    dynamo = "/nonexistent/torch/_dynamo/convert_frame.py"
+    for event in events:
+        if event["ev"] == "compile_start":
+            event.update(name="__call__", path=dynamo, line=1116)
+    events.insert(3, {**events[3], "co_name": "forward", "co_filename": "/w/m.py", "co_firstlineno": 17})
+    report = RunReport.from_json(shim.build_report(events))
+    [frame] = report.frames
+    assert (frame.name, frame.path, frame.line) == ("forward", "/w/m.py", 17)
+    assert [e.compile_id for e in frame.cache_entries] == ["0/0", "0/1"]

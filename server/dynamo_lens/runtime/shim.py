@@ -482,6 +482,10 @@ class ReportBuilder:
             hit["eager_calls"] = self._eager_calls_at(hit["call_site"])
         return self._document(frames_json, recompiles, breaks, limit_hits)
 
+    def _inside_dynamo(self, path: str) -> bool:
+        torch_dir = self.policy.torch_dir
+        return bool(torch_dir) and path.startswith(os.path.join(str(torch_dir), "_dynamo") + os.sep)
+
     def _frame_of(self, epoch: int, compile_id: str) -> _Frame | None:
         frame_id = _frame_id(compile_id)
         return None if frame_id is None else self.frames.get((epoch, frame_id))
@@ -498,9 +502,19 @@ class ReportBuilder:
         elif kind == "metrics":
             known = self._frame_of(epoch, compile_id)
             frame_id = _frame_id(compile_id)
-            if known is None and frame_id is not None and event.get("co_filename"):
-                name, path, line = event.get("co_name") or "?", event["co_filename"], event.get("co_firstlineno")
-                known = self._frame(epoch, frame_id, name, path, int(line or 1))
+            if event.get("co_filename") and frame_id is not None:
+                name, path, line = (
+                    event.get("co_name") or "?",
+                    event["co_filename"],
+                    int(event.get("co_firstlineno") or 1),
+                )
+                if known is None:
+                    known = self._frame(epoch, frame_id, name, path, line)
+                elif self._inside_dynamo(known.path):
+                    # torch < 2.5 logs the stack above Dynamo's callback, not the code it compiles: the metrics name it
+                    known.name, known.path, known.line = name, path, line
+                    if self.policy.is_user(path):
+                        self.user_files.add(path)
             if known is not None:
                 known.attempt(compile_id).metrics = event
         elif kind in ("guard_tree", "guard_export"):
