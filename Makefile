@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest clean extension test-extension demo-editor
+.PHONY: demo test lint typecheck pytest clean extension test-extension demo-editor oracle
 
 $(STAMP): pyproject.toml
 	@echo "make: installing torch 2.13.0 (CPU) and the dev tools into $(VENV); a few minutes the first time"
@@ -29,6 +29,23 @@ pytest: $(STAMP)
 	$(BIN)/pytest
 
 test: lint typecheck pytest test-extension
+
+# The oracle tests (fixtures under real torch.compile, compared with what the findings claim) against another torch:
+# `make oracle TORCH=2.14.1`. Its environment is made once under ~/.cache/dynamo-lens/envs/ (pinned: the Linux wheels
+# are CUDA builds of about 5 GB with their dependencies).
+TORCH ?= 2.13.0
+ORACLE_ENV := $(HOME)/.cache/dynamo-lens/envs/torch-$(TORCH)
+ORACLE_TESTS := tests/static/test_dl10x_torch.py tests/static/test_torch_agreement.py \
+	tests/static/test_torch_agreement_usage.py tests/static/test_usage_fixes.py
+
+$(ORACLE_ENV)/.installed:
+	@echo "make: installing torch $(TORCH) into $(ORACLE_ENV); a minute or two the first time"
+	$(PYTHON) -m venv $(ORACLE_ENV)
+	$(ORACLE_ENV)/bin/python -m pip install --disable-pip-version-check --progress-bar on torch==$(TORCH) numpy
+	touch $@
+
+oracle: $(STAMP) $(ORACLE_ENV)/.installed
+	DYNAMO_LENS_ORACLE_PYTHON=$(ORACLE_ENV)/bin/python $(BIN)/pytest -m slow -q $(ORACLE_TESTS)
 
 # The VS Code extension (extension/, package.json): npm packages, then the .vsix with the bundled server, built
 # again only when something it is made from changed (`make test` right after `make demo` reuses it).

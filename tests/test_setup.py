@@ -76,3 +76,28 @@ def test_a_long_install_step_says_it_still_runs(command: str, status: int) -> No
     assert done.returncode == status
     assert "[install-code-server] still installing it (1 s)" in done.stderr.splitlines()
     assert done.stdout == ""  # sourcing the script installs nothing
+
+
+def test_the_oracle_of_another_torch_pins_it_and_runs_the_probes_there(built: Path) -> None:
+    """`make oracle TORCH=X` installs exactly that torch (never an unpinned multi-GB wheel) in its own environment
+    and points the oracle tests' probes at it."""
+    home = built / "home"  # no environment made yet
+    commands = _dry_run_with(built, home, "oracle", "TORCH=2.14.1")
+    env = f"{home}/.cache/dynamo-lens/envs/torch-2.14.1"
+    assert (
+        f"{env}/bin/python -m pip install --disable-pip-version-check --progress-bar on torch==2.14.1 numpy" in commands
+    )
+    assert f"DYNAMO_LENS_ORACLE_PYTHON={env}/bin/python .venv/bin/pytest -m slow -q" in commands
+
+
+def _dry_run_with(root: Path, home: Path, target: str, *assignments: str) -> str:
+    done = subprocess.run(
+        ["make", "-n", target, *assignments],
+        cwd=root,
+        env={**os.environ, "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from oracle import ORACLE_PYTHON
 
 from dynamo_lens.model import Finding, Fix, Severity
 from dynamo_lens.static import link, summarize
@@ -139,7 +139,7 @@ def static_findings(case: Case) -> list[Finding]:
 @pytest.fixture(scope="module")
 def observed() -> dict[str, dict[str, Any]]:
     done = subprocess.run(
-        [sys.executable, str(PROBE), *(str(c.path) for c in CASES)],
+        [ORACLE_PYTHON, str(PROBE), *(str(c.path) for c in CASES)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -244,7 +244,7 @@ def test_dl101_fixes_remove_the_recompiles(tmp_path: Path) -> None:
         fixed[fix.title] = target
     assert set(fixed) == {"Keep the counter in a tensor buffer", "Let Dynamo treat int module attributes as dynamic"}
     done = subprocess.run(
-        [sys.executable, str(PROBE), *map(str, fixed.values())],
+        [ORACLE_PYTHON, str(PROBE), *map(str, fixed.values())],
         capture_output=True,
         text=True,
         timeout=600,

@@ -19,13 +19,13 @@ import enum
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from oracle import ORACLE_PYTHON
 
 from dynamo_lens.model import Severity
 
@@ -271,7 +271,7 @@ def observed() -> dict[str, Observed]:
 
 def _probe(scripts: list[str]) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, str(PROBE), *scripts], capture_output=True, text=True, timeout=600, check=False
+        [ORACLE_PYTHON, str(PROBE), *scripts], capture_output=True, text=True, timeout=600, check=False
     )
     assert done.returncode == 0, done.stderr[-4000:]
     found: dict[str, Any] = json.loads(done.stdout)

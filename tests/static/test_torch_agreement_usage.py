@@ -22,12 +22,12 @@ import enum
 import json
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from oracle import ORACLE_PYTHON
 
 from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static import link, summarize
@@ -344,7 +344,7 @@ CASES = (
 
 def start_probe(scripts: list[Path]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(PROBE), *map(str, scripts)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [ORACLE_PYTHON, str(PROBE), *map(str, scripts)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 

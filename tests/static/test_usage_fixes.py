@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from oracle import ORACLE_PYTHON
 
 from dynamo_lens.model import Edit, Finding, Fix
 from dynamo_lens.static import link, summarize
@@ -130,7 +130,7 @@ def test_torch_runs_the_hooks_once_they_are_guarded(tmp_path: Path) -> None:
         script.write_text(fixed_text(name, "DL401", GUARD_HOOKS), encoding="utf-8")
         scripts.append(script)
     done = subprocess.run(
-        [sys.executable, str(PROBE), *map(str, scripts)], capture_output=True, text=True, timeout=600, check=False
+        [ORACLE_PYTHON, str(PROBE), *map(str, scripts)], capture_output=True, text=True, timeout=600, check=False
     )
     assert done.returncode == 0, done.stderr[-4000:]
     results = json.loads(done.stdout)
@@ -150,7 +150,7 @@ def test_torch_compiles_the_fixed_programs_less(tmp_path: Path) -> None:
         script.write_text(fixed_text(name, code, title), encoding="utf-8")
         scripts.append(script)
     done = subprocess.run(
-        [sys.executable, str(PROBE), *map(str, scripts)], capture_output=True, text=True, timeout=600, check=False
+        [ORACLE_PYTHON, str(PROBE), *map(str, scripts)], capture_output=True, text=True, timeout=600, check=False
     )
     assert done.returncode == 0, done.stderr[-4000:]
     results = json.loads(done.stdout)
