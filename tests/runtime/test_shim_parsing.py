@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import sys
 from pathlib import Path
@@ -264,3 +265,23 @@ def test_before_torch_2_5_the_compiled_code_comes_from_the_metrics_not_the_trace
     [frame] = report.frames
     assert (frame.name, frame.path, frame.line) == ("forward", "/w/m.py", 17)
     assert [e.compile_id for e in frame.cache_entries] == ["0/0", "0/1"]
+
+
+def test_a_guards_kind_is_its_builder_on_every_torch() -> None:
+    """``Guard.create_fn_name()`` is missing before torch 2.5 (measured on 2.4.1: every export failed with an
+    AttributeError); the kind is then read from ``create_fn`` itself, a builder method or a partial of one."""
+
+    class Builder:
+        def EQUALS_MATCH(self) -> None: ...
+
+    class OldGuard:
+        def __init__(self, create_fn: object) -> None:
+            self.create_fn = create_fn
+
+    class NewGuard(OldGuard):
+        def create_fn_name(self) -> str:
+            return "TENSOR_MATCH"
+
+    assert shim._guard_kind(OldGuard(Builder.EQUALS_MATCH)) == "EQUALS_MATCH"
+    assert shim._guard_kind(OldGuard(functools.partial(Builder.EQUALS_MATCH))) == "EQUALS_MATCH"
+    assert shim._guard_kind(NewGuard(Builder.EQUALS_MATCH)) == "TENSOR_MATCH"

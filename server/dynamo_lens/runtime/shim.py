@@ -416,6 +416,16 @@ class _Frame:
         }
 
 
+def _guard_kind(guard: Any) -> str:
+    """``EQUALS_MATCH``: the name of the guard's builder function (``Guard.create_fn_name()``, which torch before
+    2.5 lacks: there the same name is read from ``create_fn``, a method or a ``functools.partial`` of one)."""
+    named = getattr(guard, "create_fn_name", None)
+    if named is not None:
+        return str(named())
+    create_fn = guard.create_fn
+    return str(getattr(getattr(create_fn, "func", create_fn), "__name__", create_fn))
+
+
 def _frame_id(compile_id: str) -> int | None:
     head = compile_id.lstrip("!").split("/")
     try:
@@ -1495,7 +1505,7 @@ class Collector:
                 out.append(
                     {
                         "name": guard.name,
-                        "kind": guard.create_fn_name(),
+                        "kind": _guard_kind(guard),
                         "code": [str(c) for c in code][:8],
                         "user": _innermost_user(stack, self.policy),
                     }
