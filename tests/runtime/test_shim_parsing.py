@@ -6,6 +6,7 @@ import ast
 import functools
 import json
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -285,3 +286,23 @@ def test_a_guards_kind_is_its_builder_on_every_torch() -> None:
     assert shim._guard_kind(OldGuard(Builder.EQUALS_MATCH)) == "EQUALS_MATCH"
     assert shim._guard_kind(OldGuard(functools.partial(Builder.EQUALS_MATCH))) == "EQUALS_MATCH"
     assert shim._guard_kind(NewGuard(Builder.EQUALS_MATCH)) == "TENSOR_MATCH"
+
+
+def test_before_torch_2_5_recompile_reasons_are_paired_with_the_entries_newest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch 2.4's convert_frame asks ``get_and_maybe_log_recompilation_reason`` for one reason per cache entry,
+    newest first, with no compile ids (and its trace has no ``recompile_reasons`` artifact): measured on 2.4.1, the
+    bundled example then said "recompile reasons were not collected". The shim pairs them with the frame's entries."""
+    fake_convert_frame = types.ModuleType("torch._dynamo.convert_frame")
+    fake_convert_frame.get_and_maybe_log_recompilation_reason = lambda entry, frame: ["steps == 1", "steps == 0"]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch._dynamo.convert_frame", fake_convert_frame)
+    collector = shim.Collector(str(tmp_path / "r.json"), ["m.py"])
+    compile_context = types.SimpleNamespace(current_compile_id=lambda: "0/2")
+    collector.torch = types.SimpleNamespace(_guards=types.SimpleNamespace(CompileContext=compile_context))
+    collector.produced[(0, 0)] = ["0/0", "0/1"]
+    collector._install_reasons_before_2_5()
+    assert fake_convert_frame.get_and_maybe_log_recompilation_reason(None, None) == ["steps == 1", "steps == 0"]
+    events = [json.loads(line) for line in (tmp_path / "r.json.events.jsonl").read_text().splitlines()]
+    [reasons] = [e for e in events if e["ev"] == "recompile_reasons"]
+    assert (reasons["compile_id"], reasons["reasons"]) == ("0/2", ["0/1: steps == 1", "0/0: steps == 0"])

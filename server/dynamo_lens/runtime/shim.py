@@ -1127,6 +1127,10 @@ class TraceHandler(logging.Handler):
             metrics = metadata["compilation_metrics"]
             fields = {k: metrics.get(k) for k in _METRIC_FIELDS}
             stream.emit("metrics", **fields)
+            produced_id = str(fields.get("compile_id") or "")
+            if fields.get("has_guarded_code") and _frame_id(produced_id) is not None:
+                key = (stream.epoch, _frame_id(produced_id))
+                self.collector.produced.setdefault(key, []).append(produced_id)  # type: ignore[arg-type]
         elif name == "artifact" and isinstance(payload, str):
             artifact = metadata["artifact"].get("name")
             if artifact == "recompile_reasons":
@@ -1246,6 +1250,8 @@ class Collector:
         self.finish_lock = threading.Lock()
         self.reported_errors: set[str] = set()
         self.warnings_seen: set[tuple[str, str, str, int]] = set()
+        self.produced: dict[tuple[int, int], list[str]] = {}
+        """(epoch, frame id) → the compile ids that produced a cache entry, in order (torch < 2.5 reasons need them)."""
         if self.stream.open_error:
             self.missing.append(f"{self.stream.open_error}: a killed run would leave nothing")
 
@@ -1295,6 +1301,7 @@ class Collector:
         self._install("limit_warnings", self._install_limit_handler, "recompile-limit warnings")
         self._install("guard_complete_hook", self._install_guard_hook, "call counts (set_guard_complete_hook)")
         self._install("reset_hook", self._install_reset_hook, "reset epochs (torch._dynamo.reset)")
+        self._install_reasons_before_2_5()
         if not self.sources_ok.get("bytecode_hook") and self.sources_ok.get("cache_entries"):
             self.sources_ok["cache_entries"] = False
             self.missing.append(
@@ -1445,6 +1452,33 @@ class Collector:
         current = set_hook(self.guard_hook)
         set_hook(current)
         return current is not self.guard_hook
+
+    def _install_reasons_before_2_5(self) -> None:
+        """torch before 2.5 logs no ``recompile_reasons`` artifact: its ``convert_frame`` asks
+        ``get_and_maybe_log_recompilation_reason(cache_entry, frame)`` for one reason per cache entry, newest first,
+        without compile ids. Wrapped, it reports them under the ids of the frame's entries (when every entry gave
+        one, so that they pair up), as newer torch does."""
+        convert_frame = sys.modules.get("torch._dynamo.convert_frame")
+        original = getattr(convert_frame, "get_and_maybe_log_recompilation_reason", None)
+        if convert_frame is None or original is None:
+            return  # newer torch: the reasons come with the structured trace
+
+        def reasons_with_ids(cache_entry: Any, frame: Any) -> Any:
+            reasons = original(cache_entry, frame)
+            try:
+                compile_id = str(self.torch._guards.CompileContext.current_compile_id())
+                frame_id = _frame_id(compile_id)
+                ids = self.produced.get((self.stream.epoch, frame_id), []) if frame_id is not None else []
+                if reasons and len(reasons) == len(ids):
+                    paired = [f"{entry}: {text}" for entry, text in zip(reversed(ids), reasons, strict=True)]
+                    self.stream.emit(
+                        "recompile_reasons", compile_id=compile_id, reasons=paired, call_stack=self.user_call_stack()
+                    )
+            except Exception as exc:
+                self.internal_error("recompile reasons", exc)
+            return reasons
+
+        setattr(convert_frame, "get_and_maybe_log_recompilation_reason", reasons_with_ids)  # noqa: B010
 
     def _install_reset_hook(self) -> None:
         dynamo = self.torch._dynamo
