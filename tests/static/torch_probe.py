@@ -48,10 +48,13 @@ class Recorder(logging.Handler):
 
 
 def graph_break_ids() -> dict[str, str]:
-    """``Gb_type`` → ``GBnnnn`` from the installed torch's graph-break registry (read without importing Dynamo)."""
+    """``Gb_type`` → ``GBnnnn`` from the installed torch's graph-break registry (read without importing Dynamo);
+    empty for a torch that ships none (before 2.8): its breaks then carry no id."""
     import torch
 
     registry = Path(torch.__file__).parent / "_dynamo" / "graph_break_registry.json"
+    if not registry.is_file():
+        return {}
     entries: dict[str, list[dict[str, Any]]] = json.loads(registry.read_text(encoding="utf-8"))
     return {entry[0]["Gb_type"]: gb_id for gb_id, entry in entries.items() if entry}
 
@@ -120,7 +123,8 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
         import torch._dynamo.utils as dynamo_utils
 
         torch._dynamo.reset()
-        torch.compiler.set_stance("default")  # a scenario's stance outlives it like its config
+        if hasattr(torch.compiler, "set_stance"):  # added in torch 2.6
+            torch.compiler.set_stance("default")  # a scenario's stance outlives it like its config
         dynamo_utils.counters.clear()
         dynamo_utils.clear_compilation_metrics()
     recorder.records.clear()
