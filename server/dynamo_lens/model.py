@@ -190,6 +190,11 @@ class Finding:
         )
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 compile``, ``16 compiles``: a count in a message or a summary line."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def findings_document(findings: Iterable[Finding]) -> dict[str, Any]:
     """The ``dynamo-lens.findings`` v1 JSON document (DESIGN.md §2)."""
     return {

@@ -34,6 +34,21 @@ def read_frames(stdout: bytes) -> list[dict[str, Any]]:
     return messages
 
 
+def serve(messages: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], list[str]]:
+    """Run ``dynamo-lens serve`` on ``messages`` under ``-X importtime``: its replies by id, and the modules it
+    imported, in order."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "dynamo_lens", "serve"],
+        input=b"".join(frame(m) for m in messages),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    replies = {m["id"]: m for m in read_frames(done.stdout) if "id" in m and "method" not in m}
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines() if "import time:" in line]
+    return replies, imported
+
+
 def test_initialize_without_torch_and_only_protocol_on_stdout(tmp_path: Path) -> None:
     source = tmp_path / "model.py"
     source.write_text("import torch\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x\n")
@@ -50,17 +65,9 @@ def test_initialize_without_torch_and_only_protocol_on_stdout(tmp_path: Path) ->
         {"jsonrpc": "2.0", "id": 3, "method": "shutdown", "params": None},
         {"jsonrpc": "2.0", "method": "exit", "params": None},
     ]  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "dynamo_lens", "serve"],
-        input=b"".join(frame(m) for m in messages),
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    replies = {m["id"]: m for m in read_frames(done.stdout) if "id" in m and "method" not in m}
+    replies, imported = serve(messages)
     assert replies[1]["result"]["serverInfo"]["name"] == "dynamo-lens"
     assert "error" not in replies[2] and "error" not in replies[3]
-    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines() if "import time:" in line]
     assert "dynamo_lens.lsp.server" in imported
     assert not [name for name in imported if name.split(".")[0] == "torch"]
 
@@ -76,15 +83,7 @@ def test_initialize_is_answered_before_the_analyzer_loads(tmp_path: Path) -> Non
         {"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None},
         {"jsonrpc": "2.0", "method": "exit", "params": None},
     ]  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "dynamo_lens", "serve"],
-        input=b"".join(frame(m) for m in messages),
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    replies = {m["id"]: m for m in read_frames(done.stdout) if "id" in m and "method" not in m}
+    replies, imported = serve(messages)
     assert replies[1]["result"]["serverInfo"]["name"] == "dynamo-lens"
-    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines() if "import time:" in line]
     heavy = ("dynamo_lens.static", "dynamo_lens.cache", "dynamo_lens.runtime", "dynamo_lens.scan", "importlib.metadata")
     assert [name for name in imported if name.startswith(heavy)] == []

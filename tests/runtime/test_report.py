@@ -204,6 +204,7 @@ def test_counts_are_entries_with_code_and_the_recompiles_that_made_them() -> Non
     assert report.counts(forward) == Counts(compiles=2, recompiles=1, refused=1, graph_breaks=1, limit_hits=1)
     assert report.counts(resumed) == Counts(compiles=1)
     assert report.counts() == Counts(compiles=3, recompiles=1, refused=1, graph_breaks=1, limit_hits=1)
+    assert report.counts(forward) + report.counts(resumed) == report.counts()  # a place with several frames
     assert report.counts().describe() == "3 compiles · 1 recompile · limit hit · 1 graph break"
     assert (
         Counts(compiles=1, eager_calls=4).describe()

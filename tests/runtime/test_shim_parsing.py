@@ -300,8 +300,10 @@ def test_before_torch_2_5_recompile_reasons_are_paired_with_the_entries_newest_f
     collector = shim.Collector(str(tmp_path / "r.json"), ["m.py"])
     compile_context = types.SimpleNamespace(current_compile_id=lambda: "0/2")
     collector.torch = types.SimpleNamespace(_guards=types.SimpleNamespace(CompileContext=compile_context))
-    collector.produced[(0, 0)] = ["0/0", "0/1"]
+    assert collector.produced is None  # kept only where torch's reasons carry no ids
     collector._install_reasons_before_2_5()
+    assert collector.produced is not None
+    collector.produced[(0, 0)] = ["0/0", "0/1"]
     assert fake_convert_frame.get_and_maybe_log_recompilation_reason(None, None) == ["steps == 1", "steps == 0"]
     events = [json.loads(line) for line in (tmp_path / "r.json.events.jsonl").read_text().splitlines()]
     [reasons] = [e for e in events if e["ev"] == "recompile_reasons"]

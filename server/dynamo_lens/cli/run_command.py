@@ -251,6 +251,7 @@ def render_text(
 ) -> str:
     """The summary printed after the script's own output (standard output); why a run failed goes to standard
     error, and a run that never started has no summary."""
+    from dynamo_lens.model import plural
     from dynamo_lens.runtime.attribution import frame_stats
 
     lines = ["", _headline(outcome, target)]
@@ -268,7 +269,7 @@ def render_text(
                 lines.append(f"`{frame.name}` {where} runs eagerly: Dynamo skipped it ({frame.skipped_because})")
         skipped = sum(1 for f in report.frames if f.skipped and f.skipped_because is None)
         if skipped:
-            lines.append(f"{skipped} frame{'s' if skipped != 1 else ''} skipped by Dynamo (nothing to compile)")
+            lines.append(f"{plural(skipped, 'frame')} skipped by Dynamo (nothing to compile)")
         if findings:
             lines.append("")
             lines += [_finding_line(f) for f in findings]

@@ -13,8 +13,10 @@ file, function name and first line (``co_firstlineno`` is the first decorator's 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
+
+from dynamo_lens.model import plural
 
 if TYPE_CHECKING:
     from dynamo_lens.runtime.report import Counts, Frame, FrameRef, GraphBreak, LimitHit, Recompile, RunReport
@@ -76,13 +78,13 @@ class Observed:
             return f"not compiled: Dynamo skipped it ({why}), it runs eagerly" if why else "nothing to compile"
         stats = [f"compiled {counts.compiles}{TIMES}"]
         if counts.recompiles:
-            stats.append(f"{counts.recompiles} recompile" + ("s" if counts.recompiles > 1 else ""))
+            stats.append(plural(counts.recompiles, "recompile"))
         if counts.limit_hits:
             stats.append("limit hit")
         if counts.eager_calls:
-            stats.append(f"{counts.eager_calls} call{'s' if counts.eager_calls > 1 else ''} ran eagerly")
+            stats.append(f"{plural(counts.eager_calls, 'call')} ran eagerly")
         if counts.graph_breaks:
-            stats.append(f"{counts.graph_breaks} graph break" + ("s" if counts.graph_breaks > 1 else ""))
+            stats.append(plural(counts.graph_breaks, "graph break"))
         return " · ".join(stats)
 
 
@@ -165,20 +167,14 @@ def observed(place: Place, report: RunReport) -> Observed:
         return Observed((), (), (), (), Counts())
     graph_breaks = tuple(gb for gb in report.graph_breaks if gb.frame is not None and _ref_in(gb.frame, frames))
     limit_hits = tuple(h for h in report.limit_hits if h.frame is not None and _ref_in(h.frame, frames))
-    per_frame = [report.counts(frame) for frame in frames]
+    counts = sum((report.counts(frame) for frame in frames), Counts())
     return Observed(
         frames=frames,
         recompiles=tuple(r for r in report.recompiles if (r.frame.name, r.frame.path, r.frame.line) in keys),
         graph_breaks=graph_breaks,
         limit_hits=limit_hits,
-        counts=Counts(
-            compiles=sum(c.compiles for c in per_frame),
-            recompiles=sum(c.recompiles for c in per_frame),
-            refused=sum(c.refused for c in per_frame),
-            graph_breaks=len(graph_breaks),
-            limit_hits=len(limit_hits),
-            eager_calls=sum(c.eager_calls or 0 for c in per_frame) or None,
-        ),
+        # the graph breaks and limit hits of their resume functions too: the place's code runs in them
+        counts=replace(counts, graph_breaks=len(graph_breaks), limit_hits=len(limit_hits)),
     )
 
 

@@ -86,9 +86,7 @@ def hazard_hover(server: DynamoLensServer, path: str, line: int, column: int) ->
 
 def _covers(finding: Finding, line: int, column: int) -> bool:
     span = finding.span
-    if not span.line <= line <= span.end_line:
-        return False
-    return (line > span.line or column >= span.column) and (line < span.end_line or column <= span.end_column)
+    return (span.line, span.column) <= (line, column) <= (span.end_line, span.end_column)
 
 
 def _observed_guard(finding: Finding, report: RunReport) -> list[tuple[str, str, str]]:

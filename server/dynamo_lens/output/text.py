@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from dynamo_lens.model import Finding, Severity
+from dynamo_lens.model import Finding, Severity, plural
 from dynamo_lens.output.paths import display_path, relative_finding
 from dynamo_lens.scan_sources import FileProblem
 
@@ -37,19 +37,19 @@ def summary_line(
     ones are not counted as checked."""
     skipped = Counter(p.reason for p in problems if p.reason and not p.partial)
     partial = Counter(p.reason for p in problems if p.reason and p.partial)
-    checked = _plural(files - skipped.total(), "file")
+    checked = plural(files - skipped.total(), "file")
     if findings:
         counts = Counter(f.severity for f in findings)
-        parts = [_plural(counts[s], s.value) for s in Severity if counts[s]]
-        line = f"Found {_plural(len(findings), 'finding')} ({', '.join(parts)}) in {checked}."
+        parts = [plural(counts[s], s.value) for s in Severity if counts[s]]
+        line = f"Found {plural(len(findings), 'finding')} ({', '.join(parts)}) in {checked}."
     else:
         line = f"No findings in {checked}."
     if skipped:
-        line += f" {_plural(skipped.total(), 'file')} skipped ({_reasons(skipped)})."
+        line += f" {plural(skipped.total(), 'file')} skipped ({_reasons(skipped)})."
     if partial:
-        line += f" {_plural(partial.total(), 'file')} analysed only in part ({_reasons(partial)})."
+        line += f" {plural(partial.total(), 'file')} analysed only in part ({_reasons(partial)})."
     if hidden_hints:
-        line += f" {_plural(hidden_hints, 'hint')} not shown (--show-hints)."
+        line += f" {plural(hidden_hints, 'hint')} not shown (--show-hints)."
     return line
 
 
@@ -66,7 +66,3 @@ def _reasons(counts: Counter[str]) -> str:
     if len(counts) == 1:
         return next(iter(counts))
     return ", ".join(f"{count} {reason}" for reason, count in sorted(counts.items()))
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")

@@ -210,8 +210,7 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
     what = f"`{last.shown}` failed ({failed.kind})" if failed is not None and failed.kind else _failure_text(failed)
     if source is not None and last.source != source:
         what += f" (Dynamo's name: `{source}`, reached through a container module)"
-    produced = {entry.compile_id for entry in frame.cache_entries if entry.produced_code}
-    made = sum(1 for blame in group if blame.recompile.compile_id in produced)
+    made = sum(1 for blame in group if blame.recompile.compile_id in frame.produced_ids)
     refused = len(group) - made
     if made:
         message = f"recompiled {made}{_MULT}: {what} in `{frame_label(frame)}`"

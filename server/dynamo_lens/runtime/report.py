@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
-from dynamo_lens.model import Finding
+from dynamo_lens.model import Finding, plural
 
 RUN_SCHEMA = "dynamo-lens.run"
 RUN_SCHEMA_VERSION = 1
@@ -166,6 +166,12 @@ class Frame(_Record):
     @property
     def compiles_ok(self) -> int:
         return sum(1 for e in self.cache_entries if e.produced_code)
+
+    @property
+    def produced_ids(self) -> frozenset[str]:
+        """The compile ids of the entries that hold code: a recompile with one of them made an entry, one without
+        was refused (at the recompile limit) or failed."""
+        return frozenset(e.compile_id for e in self.cache_entries if e.produced_code)
 
     @property
     def skipped(self) -> bool:
@@ -329,19 +335,27 @@ class Counts:
     """Calls that ran eagerly because no entry matched and the limit refused a new one (an estimate from the guard
     misses at the limit's call site; None where the shim could not count calls)."""
 
+    def __add__(self, other: Counts) -> Counts:
+        """The counts of two frames together (a compiled place with several frames)."""
+        eager = (self.eager_calls or 0) + (other.eager_calls or 0)
+        return Counts(
+            compiles=self.compiles + other.compiles,
+            recompiles=self.recompiles + other.recompiles,
+            refused=self.refused + other.refused,
+            graph_breaks=self.graph_breaks + other.graph_breaks,
+            limit_hits=self.limit_hits + other.limit_hits,
+            eager_calls=eager or None,
+        )
+
     def describe(self) -> str:
         """``16 compiles · 14 recompiles · limit hit · 1 graph break · 4 calls ran eagerly``, as the status bar."""
-        parts = [_plural(self.compiles, "compile"), _plural(self.recompiles, "recompile")]
+        parts = [plural(self.compiles, "compile"), plural(self.recompiles, "recompile")]
         if self.limit_hits:
             parts.append("limit hit")
-        parts.append(_plural(self.graph_breaks, "graph break"))
+        parts.append(plural(self.graph_breaks, "graph break"))
         if self.eager_calls:
-            parts.append(f"{_plural(self.eager_calls, 'call')} ran eagerly")
+            parts.append(f"{plural(self.eager_calls, 'call')} ran eagerly")
         return " · ".join(parts)
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,11 +408,11 @@ class RunReport(_Record):
     def counts(self, frame: Frame | None = None) -> Counts:
         """The :class:`Counts` of one frame, or (``None``) of the whole run."""
         frames = self.frames if frame is None else (frame,)
-        produced = {(id(f), e.compile_id) for f in frames for e in f.cache_entries if e.produced_code}
         recompiles = 0
         for recompile in self.recompiles:
             found = self.frame(recompile.frame)
-            recompiles += found is not None and (id(found), recompile.compile_id) in produced
+            if found is not None and (frame is None or found is frame) and recompile.compile_id in found.produced_ids:
+                recompiles += 1
         hits = [h for h in self.limit_hits if frame is None or self._of(h.frame, frame)]
         eager = [h.eager_calls for h in hits]
         return Counts(

@@ -1127,10 +1127,11 @@ class TraceHandler(logging.Handler):
             metrics = metadata["compilation_metrics"]
             fields = {k: metrics.get(k) for k in _METRIC_FIELDS}
             stream.emit("metrics", **fields)
+            produced = self.collector.produced
             produced_id = str(fields.get("compile_id") or "")
-            if fields.get("has_guarded_code") and _frame_id(produced_id) is not None:
-                key = (stream.epoch, _frame_id(produced_id))
-                self.collector.produced.setdefault(key, []).append(produced_id)  # type: ignore[arg-type]
+            frame_id = _frame_id(produced_id)
+            if produced is not None and fields.get("has_guarded_code") and frame_id is not None:
+                produced.setdefault((stream.epoch, frame_id), []).append(produced_id)
         elif name == "artifact" and isinstance(payload, str):
             artifact = metadata["artifact"].get("name")
             if artifact == "recompile_reasons":
@@ -1250,8 +1251,9 @@ class Collector:
         self.finish_lock = threading.Lock()
         self.reported_errors: set[str] = set()
         self.warnings_seen: set[tuple[str, str, str, int]] = set()
-        self.produced: dict[tuple[int, int], list[str]] = {}
-        """(epoch, frame id) → the compile ids that produced a cache entry, in order (torch < 2.5 reasons need them)."""
+        self.produced: dict[tuple[int, int], list[str]] | None = None
+        """(epoch, frame id) → the compile ids that produced a cache entry, in order; kept only on torch before 2.5,
+        whose recompile reasons carry no ids (:meth:`_install_reasons_before_2_5`)."""
         if self.stream.open_error:
             self.missing.append(f"{self.stream.open_error}: a killed run would leave nothing")
 
@@ -1462,13 +1464,15 @@ class Collector:
         original = getattr(convert_frame, "get_and_maybe_log_recompilation_reason", None)
         if convert_frame is None or original is None:
             return  # newer torch: the reasons come with the structured trace
+        produced: dict[tuple[int, int], list[str]] = {}
+        self.produced = produced
 
         def reasons_with_ids(cache_entry: Any, frame: Any) -> Any:
             reasons = original(cache_entry, frame)
             try:
                 compile_id = str(self.torch._guards.CompileContext.current_compile_id())
                 frame_id = _frame_id(compile_id)
-                ids = self.produced.get((self.stream.epoch, frame_id), []) if frame_id is not None else []
+                ids = produced.get((self.stream.epoch, frame_id), []) if frame_id is not None else []
                 if reasons and len(reasons) == len(ids):
                     paired = [f"{entry}: {text}" for entry, text in zip(reversed(ids), reasons, strict=True)]
                     self.stream.emit(
