@@ -94,6 +94,9 @@ def test_no_pyproject_gives_defaults_rooted_at_start(tmp_path: Path) -> None:
         pytest.param('respect-gitignore = "yes"', "respect-gitignore must be true or false", id="bad bool"),
         pytest.param('severity = "loud"', "severity must be a table", id="severity not a table"),
         pytest.param('[tool.dynamo-lens.severity]\nDL101 = "loud"', "is not one of error, warning", id="bad level"),
+        pytest.param(
+            'torch-version = "latest"', 'torch-version: expected a torch release such as "2.14"', id="release"
+        ),
     ],
 )
 def test_bad_values_are_reported_and_defaults_used(tmp_path: Path, table: str, expected_problem: str) -> None:

@@ -1,17 +1,16 @@
 """The per-file analysis cache: results of the per-file pass, keyed by the file's path and content hash.
 
 Entries live under the user cache directory (``$XDG_CACHE_HOME/dynamo-lens``, else ``~/.cache/dynamo-lens``), in a
-namespace that changes with the package version, the Python version and the package's own source files (so an
-edited analyzer never serves stale results). One small pickle per entry, written atomically; an entry that cannot
-be read or unpickled is treated as absent. The cache holds only data this package wrote into the user's own
-cache directory.
+namespace that changes with the package version, the Python version, the torch the messages describe and the
+package's own source files (so an edited analyzer never serves stale results). One small pickle per entry, written
+atomically; an entry that cannot be read or unpickled is treated as absent. The cache holds only data this package
+wrote into the user's own cache directory.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.metadata
 import io
 import os
 import pickle
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import dynamo_lens
+from dynamo_lens import torch_facts
+from dynamo_lens.torch_facts import TorchTarget
 
 CACHE_DIR_NAME = "dynamo-lens"
 KEEP_NAMESPACES = 3
@@ -52,7 +53,7 @@ class AnalysisCache:
         :data:`KEEP_NAMESPACES` (every upgrade, or every edit of a development checkout, starts a new one).
         """
         root = root if root is not None else user_cache_root()
-        cache = cls(root / _namespace())
+        cache = cls(root / _namespace(torch_facts.current()))
         _prune_namespaces(root, cache.directory)
         return cache
 
@@ -158,20 +159,13 @@ def _prune_namespaces(root: Path, current: Path) -> None:
 
 
 @cache
-def _namespace() -> str:
-    """Changes whenever anything that shapes a cached result may have changed."""
+def _namespace(torch: TorchTarget) -> str:
+    """Changes whenever anything that shapes a cached result may have changed, including the torch the messages
+    describe (its release and the registry that numbers its graph breaks)."""
     digest = hashlib.blake2b(digest_size=8)
-    digest.update(f"{dynamo_lens.__version__}\0{sys.version_info[:2]}\0{_torch_version()}\0".encode())
+    digest.update(f"{dynamo_lens.__version__}\0{sys.version_info[:2]}\0{torch.release}\0{torch.torch_dir}\0".encode())
     package_dir = Path(dynamo_lens.__file__).parent
     for source in sorted(package_dir.rglob("*.py")):
         info = source.stat()
         digest.update(f"{source.relative_to(package_dir)}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
     return f"v{dynamo_lens.__version__}-{digest.hexdigest()}"
-
-
-def _torch_version() -> str:
-    """The installed torch (messages quote its graph-break ids), ``""`` for none."""
-    try:
-        return importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        return ""

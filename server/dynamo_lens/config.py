@@ -11,6 +11,7 @@ ignore = ["DL105"]
 exclude = ["third_party/"]     # gitignore-style patterns, relative to the pyproject.toml directory
 extend-exclude = ["scratch_*.py"]
 respect-gitignore = true
+torch-version = "2.14"         # the torch the messages describe; default: the one installed where the scan runs
 
 [tool.dynamo-lens.severity]
 DL101 = "error"                # error | warning | info | hint
@@ -30,6 +31,7 @@ from typing import Any
 
 from dynamo_lens.codes import all_rules
 from dynamo_lens.model import Finding, Severity
+from dynamo_lens.torch_facts import Release
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,6 +57,8 @@ class Settings:
     exclude: tuple[str, ...] = ()
     """gitignore-style patterns of paths not to walk into (explicit file arguments are still analysed)."""
     respect_gitignore: bool = True
+    torch_version: Release | None = None
+    """The torch release the messages describe; None: the torch installed where the scan runs."""
     root: Path | None = None
     """The directory patterns are relative to: where the ``pyproject.toml`` was found, else the working directory."""
 
@@ -101,6 +105,7 @@ class Settings:
             "exclude": lambda v: _strings(v, "exclude", problems),
             "extend-exclude": lambda v: _strings(v, "extend-exclude", problems),
             "respect-gitignore": lambda v: _boolean(v, "respect-gitignore", problems),
+            "torch-version": lambda v: _release(v, "torch-version", problems),
         }
         parsed: dict[str, Any] = {}
         for raw_key, value in values.items():
@@ -117,17 +122,25 @@ class Settings:
             severity=parsed.get("severity", {}),
             exclude=(*parsed.get("exclude", ()), *parsed.get("extend-exclude", ())),
             respect_gitignore=parsed.get("respect-gitignore", True),
+            torch_version=parsed.get("torch-version"),
             root=root,
         )
         return LoadedSettings(settings, tuple(problems))
 
     def with_overrides(
-        self, *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+        self,
+        *,
+        select: Iterable[str] | None = None,
+        ignore: Iterable[str] | None = None,
+        torch_version: str | None = None,
     ) -> LoadedSettings:
-        """Command-line ``--select``/``--ignore`` replace the configured lists, as in ruff. An unknown code there is
-        a problem the caller stops on (a typo on the command line must not check something else)."""
+        """Command-line ``--select``/``--ignore`` replace the configured lists, as in ruff, and ``--torch-version``
+        the configured release. An unknown code or an unreadable release there is a problem the caller stops on (a
+        typo on the command line must not check something else)."""
         problems: list[str] = []
         settings = self
+        if torch_version is not None:
+            settings = replace(settings, torch_version=_release(torch_version, "--torch-version", problems))
         if select is not None:
             settings = replace(settings, select=_codes(list(select), "--select", problems, unknown_dropped=False) or ())
         if ignore is not None:
@@ -250,6 +263,13 @@ def _severities(value: Any, problems: list[str]) -> dict[str, Severity] | None:
         except ValueError:
             problems.append(f"severity: {raw_code} = {raw_level!r} is not one of {levels}; using the default")
     return out
+
+
+def _release(value: Any, name: str, problems: list[str]) -> Release | None:
+    release = Release.parse(value) if isinstance(value, str) else None
+    if release is None:
+        problems.append(f'{name}: expected a torch release such as "2.14", got {value!r}')
+    return release
 
 
 def _boolean(value: Any, name: str, problems: list[str]) -> bool | None:

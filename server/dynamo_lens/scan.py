@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dynamo_lens import static
+from dynamo_lens import static, torch_facts
 from dynamo_lens.cache import AnalysisCache, dumps
 from dynamo_lens.config import Settings
 from dynamo_lens.discovery import discover
@@ -242,7 +242,12 @@ def _analyse_misses(paths: Sequence[str], cache: AnalysisCache | None) -> list[F
     chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
     outcomes: list[FileAnalysis | FileProblem] = []
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context()) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=_process_context(),
+            initializer=torch_facts.use,  # a forkserver worker starts afresh: describe the same torch
+            initargs=(torch_facts.current(),),
+        ) as pool:
             for blobs in pool.map(_analyse_chunk, chunks, [cache_dir] * len(chunks)):
                 outcomes.extend(pickle.loads(blob) for blob in blobs)
     except BrokenProcessPool:  # a worker died (out of memory, killed): finish the remaining files here

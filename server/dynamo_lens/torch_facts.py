@@ -1,18 +1,18 @@
 """What torch does, as the messages quote it: one place for every number, name and graph-break id a finding states.
 
-Every fact here was measured on torch 2.13.0 (CPU wheel, ``backend="eager"``) by a test that runs the fixture under
-real ``torch.compile`` (``tests/static/test_torch_agreement*.py``); a message never writes one of these by hand.
+Every fact here was measured by a test that runs the fixture under real ``torch.compile`` (``backend="eager"``,
+``tests/static/test_torch_agreement*.py`` and ``test_dl10x_torch.py``) on the pinned torch, and by
+``make oracle TORCH=X`` on the others; ``benchmarks/torch_versions.py`` writes what each release did with every
+fixture to ``docs/torch-versions.md``. A message never writes one of these by hand, nor the torch it names: that is
+the :class:`TorchTarget` the analysis runs for (the user's torch).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
-
-TORCH_VERSION_ASSUMED = "2.13"
-"""The torch release whose behaviour the messages describe."""
-TORCH = f"torch {TORCH_VERSION_ASSUMED}"
-"""How messages name it."""
 
 RECOMPILE_LIMIT = 8
 """``torch._dynamo.config.recompile_limit`` (alias ``cache_size_limit``): compiles of a frame before it runs eagerly."""
@@ -56,11 +56,137 @@ itself: such a result is an inference tensor exactly when its input is one, what
 tensor computed under ``torch.inference_mode()`` is an inference tensor, and outside it a normal one."""
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class Release:
+    """A torch release as far as Dynamo's behaviour goes: major and minor (patch releases do not change it)."""
+
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, text: str | None) -> Release | None:
+        """``"2.13.0+cpu"`` or ``"2.14"`` → ``Release(2, 13)``; None for anything unreadable."""
+        parts = (text or "").strip().partition("+")[0].split(".")
+        try:
+            return cls(int(parts[0]), int(parts[1]))
+        except (IndexError, ValueError):
+            return None
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+
+PINNED = Release(2, 13)
+"""The torch the project pins and its tests measure every claim on."""
+NEWEST_MEASURED = Release(2, 14)
+"""The newest release measured (``docs/torch-versions.md``); for a newer one the messages say they describe this."""
+AS_PINNED = (Release(2, 5), PINNED)
+"""The releases, inclusive, that behave as the pinned torch in every claim the messages make (measured: every
+fixture of ``docs/torch-versions.md``). Releases after it up to :data:`NEWEST_MEASURED` differ only where a fact
+below is keyed by release; releases before it differ too much to name them (the messages name this range)."""
+GLOBAL_INCREMENT_UNGUARDED_SINCE = Release(2, 14)
+"""Measured: a global int that compiled code only reads in its own ``COUNT += 1`` (or ``STEP[0] = STEP[0] + 1``)
+compiled 8 times (limit) on 2.13 and once on 2.14.1; read again after the update it still compiles 8 times on
+2.14.1, with the failing guard blamed on that later read."""
+
+
+TORCH_NN_METHOD_COMPILE_SINCE = Release(2, 14)
+"""Measured: ``nn.Sequential(...).compile()`` compiled nothing on 2.13 (Dynamo skips the frames of ``torch.nn``
+modules) and compiles them on 2.14.1 (through the wrapper ``compile()`` installs: 1 graph, and a second entry under
+``torch.no_grad()``); ``torch.compile(nn.Sequential(...))`` compiles on both."""
+
+
+def describes_since(release: Release) -> bool:
+    """Whether the torch the messages describe is ``release`` or newer (an unknown torch counts as pinned)."""
+    return (current().release or PINNED) >= release
+
+
+@dataclass(frozen=True, slots=True)
+class TorchTarget:
+    """The torch the messages describe: the user's release (None when no torch was found) and the directory its
+    graph-break registry is read from (None when it cannot be read here, e.g. a release given on the command line)."""
+
+    release: Release | None
+    torch_dir: str | None = None
+
+    @property
+    def name(self) -> str:
+        """How messages name it: ``torch 2.14`` for a release whose behaviour was measured, else the measured range
+        the claims hold for, which the user can hold against their own."""
+        low, high = AS_PINNED
+        if self.release is None or self.release < low:
+            return f"torch {low} to {high}"
+        if self.release > NEWEST_MEASURED:
+            return f"torch {self.release} (as measured on {NEWEST_MEASURED})"
+        return f"torch {self.release}"
+
+    def gb_ids(self) -> dict[str, str] | None:
+        """``gb_type`` → graph-break id in this torch's registry; None when it cannot be read here, empty when the
+        release ships none (before 2.8)."""
+        return _registry_ids(self.torch_dir) if self.torch_dir is not None else None
+
+
+@functools.cache
+def _registry_ids(torch_dir: str) -> dict[str, str]:
+    from dynamo_lens.runtime.shim import load_gb_registry  # the shim's reader, loaded only when a message needs it
+
+    return load_gb_registry(torch_dir)[0]
+
+
+@functools.cache
+def installed_target() -> TorchTarget:
+    """The torch installed beside Dynamo Lens, read from its package metadata (torch is not imported)."""
+    import importlib.metadata  # here, not at import: the language server answers `initialize` without it
+
+    try:
+        distribution = importlib.metadata.distribution("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return TorchTarget(None)
+    return TorchTarget(Release.parse(distribution.version), str(distribution.locate_file("torch")))
+
+
+def target_for(release: Release | None) -> TorchTarget:
+    """The torch to describe when the user names ``release`` (None: they name none): the installed one when it is
+    that release (its registry gives the graph-break ids), else that release without a registry."""
+    installed = installed_target()
+    return installed if release is None or release == installed.release else TorchTarget(release)
+
+
+_chosen: TorchTarget | None = None
+
+
+def current() -> TorchTarget:
+    """The torch this process analyses for: the one :func:`use` chose, else the installed one."""
+    return _chosen if _chosen is not None else installed_target()
+
+
+def use(target: TorchTarget | None) -> None:
+    """Analyse for ``target`` from now on in this process (None: the installed torch again). The CLI calls it once;
+    the language server when it has asked the selected interpreter; worker processes get it at start."""
+    global _chosen
+    _chosen = target
+
+
+@contextlib.contextmanager
+def targeting(target: TorchTarget) -> Iterator[None]:
+    """Analyse for ``target`` inside the block (tests, and the oracle on another torch)."""
+    before = _chosen
+    use(target)
+    try:
+        yield
+    finally:
+        use(before)
+
+
+def torch_name() -> str:
+    """``torch 2.14``: the torch the messages describe, as they name it."""
+    return current().name
+
+
 @dataclass(frozen=True, slots=True)
 class GraphBreak:
     """An entry of the graph-break registry (``torch/_dynamo/graph_break_registry.json``) and what to do about it."""
 
-    gb_id: str
     gb_type: str
     advice: str
     lifted_by: str = ""
@@ -74,97 +200,78 @@ class GraphBreak:
     mistake, unless it sits in a loop (where Dynamo gives up on the whole frame)."""
 
     def installed_id(self) -> str:
-        """This break's id in the registry of the torch installed here (ids are renumbered between releases: the
-        same ``gb_type`` has another id on 2.14); ``""`` when no torch is installed or its registry lacks the type."""
-        return (installed_gb_ids() or {}).get(self.gb_type, "")
+        """This break's id in the registry of the torch analysed for (ids are renumbered between releases: the
+        same ``gb_type`` has another id on 2.14); ``""`` when that registry is not readable or lacks the type."""
+        return (current().gb_ids() or {}).get(self.gb_type, "")
 
     def quoted(self) -> str:
-        """``GB0124 "Unsupported Tensor.item() call ..."``, as messages cite it, with the installed torch's id."""
+        """``GB0124 "Unsupported Tensor.item() call ..."``, as messages cite it, with the analysed torch's id."""
         gb_id = self.installed_id()
         if gb_id:
             return f'{gb_id} "{self.gb_type}"'
-        if installed_gb_ids() is None:
-            return f'"{self.gb_type}"; no torch is installed here to give its graph-break id'
+        if current().gb_ids() is None:
+            return f'"{self.gb_type}"; no registry of that torch is readable here to give its graph-break id'
         return f'"{self.gb_type}"'
 
 
-@functools.cache
-def installed_gb_ids() -> dict[str, str] | None:
-    """``gb_type`` → graph-break id, read from ``torch/_dynamo/graph_break_registry.json`` of the torch installed
-    beside Dynamo Lens (torch is not imported); None when there is none, or it ships no registry (before 2.8)."""
-    import importlib.metadata  # here, not at import: the language server answers `initialize` without it
-
-    try:
-        torch_dir = importlib.metadata.distribution("torch").locate_file("torch")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    from dynamo_lens.runtime.shim import load_gb_registry  # the shim's reader, loaded only when a message needs it
-
-    by_type, _ = load_gb_registry(str(torch_dir))
-    return by_type or None
-
-
 PRINT = GraphBreak(
-    "GB0059",
     "Failed to trace builtin operator",
     "move it out of the compiled code, or list it in `torch._dynamo.config.reorderable_logging_functions`",
 )
 RANGE_OF_TENSOR = GraphBreak(
-    "GB0059",
     "Failed to trace builtin operator",
     "pass the count as a Python int, or replace the loop with tensor operations",
 )
+RANGE_OF_TENSOR_ITEM_SINCE = Release(2, 14)
+"""Measured: ``range(t)`` on a tensor breaks as "Failed to trace builtin operator" on 2.13 and reads the count with
+``Tensor.item()`` on 2.14.1 (the ``.item()`` break, lifted by ``capture_scalar_outputs`` there)."""
+RANGE_OF_TENSOR_ITEM = GraphBreak(
+    "Unsupported Tensor.item() call with capture_scalar_outputs=False",
+    "pass the count as a Python int, or replace the loop with tensor operations",
+)
 ITEM = GraphBreak(
-    "GB0124",
     "Unsupported Tensor.item() call with capture_scalar_outputs=False",
     "keep the value as a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`",
     lifted_by="capture_scalar_outputs",
 )
 TOLIST = GraphBreak(
-    "GB0109",
     "Tensor.tolist() with non-integer tensor",
-    "keep the values as a tensor (GB0033 'Data dependent operator' for integer tensors)",
+    "keep the values as a tensor (integer tensors break as 'Data dependent operator')",
     lifted_by="capture_scalar_outputs",
     lifted_partly="integer tensors",
 )
 TOLIST_INTEGER = GraphBreak(
-    "GB0033",
     "Data dependent operator",
     "keep the values as a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`",
     lifted_by="capture_scalar_outputs",
 )
-TOLIST_FLOAT = GraphBreak("GB0109", "Tensor.tolist() with non-integer tensor", "keep the values as a tensor")
+TOLIST_FLOAT = GraphBreak("Tensor.tolist() with non-integer tensor", "keep the values as a tensor")
 LOGGER = GraphBreak(
-    "GB0291",
     "logging.Logger method not supported for non-export cases",
     "log outside the compiled code, or add the method to `torch._dynamo.config.ignore_logging_functions` "
     "(it then does not run when compiled)",
 )
 LOGGING = GraphBreak(
-    "GB4841", "Unsupported python_type() call", "log outside the compiled code (`logging` functions are not traced)"
+    "Unsupported python_type() call", "log outside the compiled code (`logging` functions are not traced)"
 )
-SKIPPED = GraphBreak("GB0007", "Attempted to call function marked as skipped", "call it outside the compiled code")
-DEEPCOPY = GraphBreak("GB4198", "Attempted to copy.deepcopy a tensor", "use `t.clone()`")
+SKIPPED = GraphBreak("Attempted to call function marked as skipped", "call it outside the compiled code")
+DEEPCOPY = GraphBreak("Attempted to copy.deepcopy a tensor", "use `t.clone()`")
 NONZERO = GraphBreak(
-    "GB0036",
     "Dynamic shape operator",
     "use a fixed-shape form such as `torch.where(mask, x, 0)`, or set "
     "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
     lifted_by="capture_dynamic_output_shape_ops",
 )
 IS_INFERENCE = GraphBreak(
-    "GB0045",
     "Encountered tensor.is_inference() during tracing",
     "decide it outside the compiled code and pass the answer in (Dynamo cannot trace this test)",
 )
 AUTOGRAD_GRAD = GraphBreak(
-    "GB9186",
     "using `torch.autograd.grad` with `torch._dynamo.config.trace_autograd_ops=False`",
     "take the gradient outside the compiled code, or set `torch._dynamo.config.trace_autograd_ops = True`",
     lifted_by="trace_autograd_ops",
 )
 RNN = GraphBreak(
-    "GB0014",
     "Attempted to wrap RNN, GRU, or LSTM",
     "Dynamo does not trace these modules and runs the whole function eagerly: compile the layers around the "
     "recurrent module instead, or set `torch._dynamo.config.allow_rnn = True`",
@@ -172,93 +279,78 @@ RNN = GraphBreak(
     skips_function=True,
 )
 DATA_SIZED = GraphBreak(
-    "GB0036",
     "Dynamic shape operator",
     "its output size depends on the data: keep it out of the compiled code or use a fixed-shape form "
     "(`torch.where(mask, t, 0)`), or set `torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
     lifted_by="capture_dynamic_output_shape_ops",
 )
 REPEATS_BY_TENSOR = GraphBreak(
-    "GB0036",
     "Dynamic shape operator",
     "its output size is the sum of the repeats: pass it as `output_size=` when it is known, or set "
     "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
     lifted_by="capture_dynamic_output_shape_ops",
 )
 USER_GRAPH_BREAK = GraphBreak(
-    "GB0025",
     "Call to `torch._dynamo.graph_break()`",
     "it splits the graph on purpose: remove it when the split is no longer needed",
     deliberate=True,
 )
 DISABLED_CALL = GraphBreak(
-    "GB0098",
     "Skip calling `torch.compiler.disable()`d function",
     "Dynamo runs the disabled function in Python between two graphs on every call; call it before or after the "
     "compiled code to keep one graph",
     deliberate=True,
 )
 DISABLED_METHOD = GraphBreak(
-    "GB0099",
     "Skip inlining `torch.compiler.disable()`d function",
     "Dynamo runs the disabled method in Python between two graphs on every call; call it before or after the "
     "compiled code to keep one graph",
     deliberate=True,
 )
-SHALLOW_COPY = GraphBreak("GB0208", "torch.* op returned non-Tensor", "use `t.clone()` (or `t.detach()`)")
+SHALLOW_COPY = GraphBreak("torch.* op returned non-Tensor", "use `t.clone()` (or `t.detach()`)")
 REQUIRES_GRAD_SET = GraphBreak(
-    "GB0206",
     "setattr() on Tensor.requires_grad",
     "set `requires_grad` on the inputs before the compiled call, or outside the compiled code",
 )
 MASK_INDEX = GraphBreak(
-    "GB0036",
     "Dynamic shape operator",
     "keep the shape fixed (`t.masked_fill(~mask, 0)`, `torch.where(mask, t, 0)`, a masked sum), or set "
     "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
     lifted_by="capture_dynamic_output_shape_ops",
 )
-DATA_DEPENDENT = GraphBreak(
-    "GB0033", "Data dependent operator", "compare as tensors (`(a == b).all()` feeding `torch.where`)"
-)
-REPR = GraphBreak("GB0569", "repr() on tensor", "format the tensor outside the compiled code")
+DATA_DEPENDENT = GraphBreak("Data dependent operator", "compare as tensors (`(a == b).all()` feeding `torch.where`)")
+REPR = GraphBreak("repr() on tensor", "format the tensor outside the compiled code")
 BACKWARD = GraphBreak(
-    "GB0123", "Unsupported Tensor.backward() call", "call `backward()` on the compiled function's output, outside it"
+    "Unsupported Tensor.backward() call", "call `backward()` on the compiled function's output, outside it"
 )
 ASYNC_COLLECTIVE = GraphBreak(
-    "GB0172",
     "async_op=True for distributed collectives",
     "use the synchronous collective (`async_op=False`) inside compiled code, or launch it outside",
 )
 P2P = GraphBreak(
-    "GB1750",
     "P2P compilation disabled for P2POp construction",
     "build the point-to-point ops outside the compiled code, or use a collective Dynamo traces (`all_gather`)",
 )
-BRANCH = GraphBreak("GB0170", "Data-dependent branching", "use `torch.where(...)` or `torch.cond(...)`")
+BRANCH = GraphBreak("Data-dependent branching", "use `torch.where(...)` or `torch.cond(...)`")
 DEVICE_CONTEXT = GraphBreak(
-    "GB0142",
     "Unsupported context manager",
     "pass `device=` to the tensor factories instead of entering `torch.device(...)` in compiled code (the rest of "
     "the function runs eagerly: Dynamo cannot resume inside the `with`)",
     skips_function=True,
 )
 LOCK_CONTEXT = GraphBreak(
-    "GB0142",
     "Unsupported context manager",
     "take the lock around the call of the compiled function instead (Dynamo cannot resume inside the `with`: it "
     "gives up on the function, which runs eagerly)",
     skips_function=True,
 )
 HOOK_HANDLE_GLOBAL = GraphBreak(
-    "GB0100",
     "Storing Tensor hook handle in globals",
     "register the hook outside the compiled code, or keep the handle in a local (Dynamo gives up on the function, "
     "which runs eagerly)",
     skips_function=True,
 )
 LOCK_METHOD = GraphBreak(
-    "GB0156",
     "Unsupported method call",
     "take the lock around the call of the compiled function instead",
 )
@@ -272,14 +364,16 @@ boolean-mask indexing compile in one graph under ``fullgraph=True`` with both fl
 def raised_under_fullgraph(subject: str, found: GraphBreak) -> str:
     """The message for a graph break that every compile reaching it makes with ``fullgraph=True``: torch raises."""
     return (
-        f"{subject}, which Dynamo cannot trace ({TORCH}: {found.quoted()}), and the code is compiled with "
+        f"{subject}, which Dynamo cannot trace ({torch_name()}: {found.quoted()}), and the code is compiled with "
         "`fullgraph=True`: torch raises `torch._dynamo.exc.Unsupported` on the first call that reaches it instead of "
         f"breaking the graph; {found.advice}"
     )
 
 
-BREAK_IN_LOOP = (
-    f"; it sits in a loop, so Dynamo gives up on the whole function, which then runs eagerly "
-    f"({TORCH} compiled nothing for it)"
-)
-"""Appended to a graph-break message when the break is inside a ``for``/``while`` body (measured: no frame compiled)."""
+def break_in_loop() -> str:
+    """Appended to a graph-break message when the break is inside a ``for``/``while`` body (measured: no frame
+    compiled)."""
+    return (
+        "; it sits in a loop, so Dynamo gives up on the whole function, which then runs eagerly "
+        f"({torch_name()} compiled nothing for it)"
+    )

@@ -190,6 +190,26 @@ def test_usage_errors_exit_2(project: Path, cache_home: Path) -> None:
     assert "dynamo-lens: missing_dir: no such file or directory" in missing.stderr
 
 
+def test_messages_describe_the_torch_named(project: Path, cache_home: Path) -> None:
+    """The installed torch by default; `--torch-version` (or `torch-version` in the settings) names another, whose
+    graph-break ids this environment cannot give."""
+    (project / "step.py").write_text(
+        "import torch\n\n\n@torch.compile\ndef step(x):\n    return x * x.sum().item()\n", encoding="utf-8"
+    )
+    installed = check(project, "--select", "DL301", cache_home=cache_home)
+    assert '(torch 2.13: GB0124 "Unsupported Tensor.item() call' in installed.stdout
+    named = check(project, "--select", "DL301", "--torch-version", "2.14", cache_home=cache_home)
+    assert '(torch 2.14: "Unsupported Tensor.item() call' in named.stdout
+    assert "no registry of that torch is readable here to give its graph-break id" in named.stdout
+    (project / "pyproject.toml").write_text('[tool.dynamo-lens]\ntorch-version = "2.14"\n', encoding="utf-8")
+    assert check(project, "--select", "DL301", cache_home=cache_home).stdout == named.stdout
+    bad = check(project, "--torch-version", "newest", cache_home=cache_home)
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert (
+        bad.stderr == "dynamo-lens: error: --torch-version: expected a torch release such as \"2.14\", got 'newest'\n"
+    )
+
+
 def test_main_in_process_matches_the_console_script(
     project: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from lsp_session import Session, StartServer, uri
@@ -283,3 +286,44 @@ async def test_files_changed_on_disk_are_read_again(lsp: StartServer, workspace:
     )
     await session.until(lambda: severity_of_hazard() == types.DiagnosticSeverity.Hint)
     assert not [m for m in session.client.log_messages if m.type == types.MessageType.Error]
+
+
+def fake_torch_python(home: Path, version: str, item_id: str) -> str:
+    """An interpreter whose package metadata says torch ``version`` is installed, with a graph-break registry that
+    numbers the ``.item()`` break ``item_id`` (the server reads both without importing torch)."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(home)], check=True)
+    [site] = home.glob("lib/python*/site-packages")
+    (site / f"torch-{version}.dist-info").mkdir()
+    (site / f"torch-{version}.dist-info" / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n", encoding="utf-8"
+    )
+    registry = site / "torch" / "_dynamo" / "graph_break_registry.json"
+    registry.parent.mkdir(parents=True)
+    item = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+    registry.write_text(json.dumps({item_id: [{"Gb_type": item}]}), encoding="utf-8")
+    return str(home / "bin" / "python")
+
+
+async def test_messages_describe_the_selected_interpreters_torch(
+    lsp: StartServer, workspace: Path, tmp_path: Path
+) -> None:
+    path = workspace / "step.py"
+    path.write_text("import torch\n\n\n@torch.compile\ndef step(x):\n    return x * x.sum().item()\n", encoding="utf-8")
+    session = await lsp(workspace, options={"debounceMs": 0, "trusted": True})
+    session.open(path)
+    [found] = by_code(await session.diagnostics(path, 1), HAZARD)
+    assert '(torch 2.13: GB0124 "Unsupported Tensor.item() call' in found.message
+    newer = fake_torch_python(tmp_path / "venv-2.14", "2.14.1", "GB9999")
+    session.client.set_configuration({"interpreter": newer, "trusted": True}, section="dynamoLens")
+    session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+    def described() -> str:
+        last = session.last_published(path)
+        return "".join(d.message for d in by_code(list(last.diagnostics), HAZARD)) if last else ""
+
+    assert await session.until(lambda: '(torch 2.14: GB9999 "Unsupported Tensor.item() call' in described())
+    # the workspace names the release: no registry of it is readable, so no id
+    (workspace / "pyproject.toml").write_text('[tool.dynamo-lens]\ntorch-version = "2.12"\n', encoding="utf-8")
+    session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    assert await session.until(lambda: '(torch 2.12: "Unsupported Tensor.item() call' in described())

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from dynamo_lens.runtime.runner import RunOutcome, Target, child_environment, run, torch_version
+from dynamo_lens.runtime.runner import RunOutcome, Target, child_environment, run, torch_of
+from dynamo_lens.torch_facts import PINNED, TorchTarget
 
 
 @pytest.fixture(scope="module")
@@ -344,8 +345,9 @@ def test_child_environment_drops_our_libraries_from_pythonpath(tmp_path: Path) -
     assert "PYTHONPATH" not in child_environment({"PYTHONPATH": ours})
 
 
-def test_torch_version_is_read_without_importing_torch(bare_python: str, tmp_path: Path) -> None:
-    version = torch_version(sys.executable)
-    assert version is not None and version.startswith("2.13.0")
-    assert torch_version(bare_python) is None
-    assert torch_version(str(tmp_path / "missing-python")) is None
+def test_torch_is_found_without_importing_torch(bare_python: str, tmp_path: Path) -> None:
+    found = torch_of(sys.executable)
+    assert found.release == PINNED and found.torch_dir is not None
+    assert (Path(found.torch_dir) / "_dynamo" / "graph_break_registry.json").is_file()
+    assert torch_of(bare_python) == TorchTarget(None)
+    assert torch_of(str(tmp_path / "missing-python")) == TorchTarget(None)

@@ -7,7 +7,17 @@ such an environment and runs them); by default, the interpreter running the test
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
+from dynamo_lens.runtime.runner import torch_of
+from dynamo_lens.torch_facts import TorchTarget
+
 ORACLE_PYTHON = os.environ.get("DYNAMO_LENS_ORACLE_PYTHON") or sys.executable
+
+
+@functools.cache
+def oracle_torch() -> TorchTarget:
+    """The torch the fixtures run under: the static side describes it while its claims are compared."""
+    return torch_of(ORACLE_PYTHON)

@@ -4,7 +4,6 @@ test_torch_agreement.py; fixtures: test_fixtures.py.)"""
 
 from __future__ import annotations
 
-import importlib.metadata
 import textwrap
 
 import pytest
@@ -385,43 +384,36 @@ ITEM_IN_FORWARD = (
 
 
 @pytest.fixture
-def installed_torch(tmp_path, monkeypatch):
-    """A torch install whose registry numbers `.item()`'s break GB9999 (ids are renumbered between releases)."""
+def users_torch(tmp_path):
+    """A torch whose registry numbers `.item()`'s break GB9999 (ids are renumbered between releases)."""
     registry = tmp_path / "torch" / "_dynamo" / "graph_break_registry.json"
     registry.parent.mkdir(parents=True)
     registry.write_text(
         '{"GB9999": [{"Gb_type": "Unsupported Tensor.item() call with capture_scalar_outputs=False"}]}',
         encoding="utf-8",
     )
-
-    class Distribution:
-        def locate_file(self, name: str):
-            return tmp_path / name
-
-    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Distribution())
-    torch_facts.installed_gb_ids.cache_clear()
-    yield
-    torch_facts.installed_gb_ids.cache_clear()
+    with torch_facts.targeting(torch_facts.TorchTarget(torch_facts.Release(2, 14), str(tmp_path / "torch"))):
+        yield
 
 
-@pytest.mark.usefixtures("installed_torch")
-def test_graph_break_id_is_the_installed_torchs() -> None:
+@pytest.mark.usefixtures("users_torch")
+def test_graph_break_id_and_release_are_the_users_torchs() -> None:
     [found] = only(analyse(ITEM_IN_FORWARD), "DL301")
-    assert 'GB9999 "Unsupported Tensor.item() call' in found.message and found.data["gb_id"] == "GB9999"
+    assert '(torch 2.14: GB9999 "Unsupported Tensor.item() call' in found.message and found.data["gb_id"] == "GB9999"
 
 
-def test_no_torch_installed_means_no_graph_break_id(monkeypatch) -> None:
-    def missing(name: str):
-        raise importlib.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(importlib.metadata, "distribution", missing)
-    torch_facts.installed_gb_ids.cache_clear()
-    try:
+def test_no_readable_registry_means_no_graph_break_id() -> None:
+    with torch_facts.targeting(torch_facts.TorchTarget(torch_facts.Release(2, 14), torch_dir=None)):
         [found] = only(analyse(ITEM_IN_FORWARD), "DL301")
-    finally:
-        torch_facts.installed_gb_ids.cache_clear()
-    assert "no torch is installed here to give its graph-break id" in found.message
+    assert "no registry of that torch is readable here to give its graph-break id" in found.message
     assert "GB0124" not in found.message and found.data["gb_id"] == ""
+
+
+def test_no_torch_found_names_the_range_the_claim_holds_for() -> None:
+    with torch_facts.targeting(torch_facts.TorchTarget(None)):
+        [found] = only(analyse(ITEM_IN_FORWARD), "DL301")
+    low, high = torch_facts.AS_PINNED
+    assert f"(torch {low} to {high}: " in found.message
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,8 @@ from oracle import ORACLE_PYTHON
 from dynamo_lens.model import Finding, Fix, Severity
 from dynamo_lens.static import link, summarize
 
+pytestmark = pytest.mark.usefixtures("describe_oracle_torch")
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
 PROBE = Path(__file__).with_name("torch_probe.py")
 LIMIT = 8  # torch._dynamo.config.recompile_limit on 2.13

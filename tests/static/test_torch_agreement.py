@@ -20,14 +20,17 @@ import json
 import re
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from oracle import ORACLE_PYTHON
+from oracle import ORACLE_PYTHON, oracle_torch
 
 from dynamo_lens.model import Severity
+from dynamo_lens.torch_facts import GLOBAL_INCREMENT_UNGUARDED_SINCE, PINNED, RANGE_OF_TENSOR_ITEM_SINCE, Release
+
+pytestmark = pytest.mark.usefixtures("describe_oracle_torch")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
 PROBE = Path(__file__).with_name("torch_probe.py")
@@ -54,6 +57,19 @@ class Expect(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class Since:
+    """From ``release`` on, what differs from the case as written (None: unchanged)."""
+
+    release: Release
+    expect: Expect | None = None
+    compiles: int | None = None
+    limit_hit: bool | None = None
+    gb_ids: frozenset[str] | None = None
+    lines: frozenset[int] | None = None
+    """The lines of the fixture torch acts on instead of its marks."""
+
+
+@dataclass(frozen=True, slots=True)
 class Case:
     fixture: str
     """A file under tests/fixtures/static, or ``<dir>/<script>.py`` for a multi-file case (the script is run)."""
@@ -67,6 +83,25 @@ class Case:
     fresh: bool = False
     """The script sets environment variables Dynamo reads when it is first imported: it runs alone, in a probe of
     its own (in a shared probe an earlier script has imported Dynamo already)."""
+    since: Since | None = None
+    """What torch does from a later release on, where it differs (``torch_facts`` keys the claim by release)."""
+    lines: frozenset[int] | None = None
+    """The lines torch acts on, where they are not the file's marks (set by :meth:`on` for a later release)."""
+
+    def on(self, release: Release | None) -> Case:
+        """What this case expects on ``release`` (the oracle's torch)."""
+        later = self.since
+        if later is None or (release or PINNED) < later.release:
+            return self
+        return replace(
+            self,
+            expect=later.expect or self.expect,
+            compiles=later.compiles if later.compiles is not None else self.compiles,
+            limit_hit=later.limit_hit if later.limit_hit is not None else self.limit_hit,
+            gb_ids=later.gb_ids if later.gb_ids is not None else self.gb_ids,
+            lines=later.lines,
+            since=None,
+        )
 
     @property
     def script(self) -> Path:
@@ -91,7 +126,22 @@ CASES = (
     # DL204 global-mutated: global ints and strings always specialise → limit hit
     Case("DL204_global_int_loop.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL204_global_setter_module.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
-    Case("DL204_global_counter_in_compiled.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
+    Case(
+        "DL204_global_counter_in_compiled.py",
+        "DL204",
+        Expect.RECOMPILE,
+        RECOMPILE_LIMIT,
+        limit_hit=True,
+        since=Since(GLOBAL_INCREMENT_UNGUARDED_SINCE, Expect.QUIET, compiles=1, limit_hit=False, lines=frozenset()),
+    ),
+    Case(  # from 2.14 the guard moves to the later read
+        "DL204_global_counter_read_after_increment.py",
+        "DL204",
+        Expect.RECOMPILE,
+        RECOMPILE_LIMIT,
+        limit_hit=True,
+        since=Since(GLOBAL_INCREMENT_UNGUARDED_SINCE, lines=frozenset({15})),
+    ),
     Case("DL204_global_str_helper.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL204_cross_file/train.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
     Case("DL204_global_float_alias.py", "DL204", Expect.RECOMPILE, 2),
@@ -155,7 +205,13 @@ CASES = (
     Case("DL301_disabled_in_other_file/train.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0098")),
     Case("DL301_tolist_by_dtype.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0033", "GB0109")),
     Case("DL301_tolist_float_under_capture.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0109")),
-    Case("DL301_range_of_tensor_argument.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059")),
+    Case(
+        "DL301_range_of_tensor_argument.py",
+        "DL301",
+        Expect.GRAPH_BREAK,
+        gb_ids=gb("GB0059"),
+        since=Since(RANGE_OF_TENSOR_ITEM_SINCE, gb_ids=gb("GB0124")),
+    ),
     Case("DL302_fullgraph_raises.py", "DL302", Expect.RAISED, 0, gb_ids=gb("GB0170")),
     Case("DL302_tensor_argument_as_flag.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_ok_forward_argument_python_bool.py", "DL302", Expect.QUIET, 1),
@@ -207,7 +263,9 @@ CASES = (
 
 
 def marked_lines(case: Case) -> set[tuple[str, int]]:
-    """(path, line) of every ``# <code>`` mark in the case's files."""
+    """(path, line) of every ``# <code>`` mark in the case's files (or the lines a later release acts on)."""
+    if case.lines is not None:
+        return {(str(case.script), line) for line in case.lines}
     found = set()
     for source in case.sources:
         for number, text in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
@@ -282,6 +340,7 @@ def _probe(scripts: list[str]) -> dict[str, Any]:
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_torch_does_what_the_fixture_claims(case: Case, observed: dict[str, Observed]) -> None:
     seen = observed[case.fixture]
+    case = case.on(oracle_torch().release)
     marks = marked_lines(case)
     if case.expect is not Expect.RAISED:
         assert seen.error is None, seen.error
@@ -312,6 +371,7 @@ def test_torch_does_what_the_fixture_claims(case: Case, observed: dict[str, Obse
 def test_static_findings_are_where_torch_acts(case: Case, observed: dict[str, Observed]) -> None:
     from dynamo_lens.static import link, summarize
 
+    case = case.on(oracle_torch().release)
     summaries = [summarize(str(p), p.read_text(encoding="utf-8")) for p in case.sources]
     findings = [f for f in link(summaries) if f.code == case.code]
     seen = observed[case.fixture]

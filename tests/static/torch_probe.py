@@ -117,6 +117,16 @@ def dynamo_config_restored() -> Iterator[None]:
         torch._dynamo.config.load_config(changed)
 
 
+def forget_global_module_hooks() -> None:
+    """Remove the hooks a scenario registered for every module (``register_module_forward_hook`` and the like):
+    they outlive it and would run inside the next scenarios' compiled code."""
+    import torch.nn.modules.module as module_module
+
+    for name, table in vars(module_module).items():
+        if name.startswith("_global_") and name.endswith(("hooks", "called", "kwargs")) and isinstance(table, dict):
+            table.clear()
+
+
 def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str, Any]:
     if "torch._dynamo" in sys.modules:  # an earlier scenario compiled: forget what it left
         import torch._dynamo
@@ -127,6 +137,7 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
             torch.compiler.set_stance("default")  # a scenario's stance outlives it like its config
         dynamo_utils.counters.clear()
         dynamo_utils.clear_compilation_metrics()
+    forget_global_module_hooks()
     recorder.records.clear()
     error = None
     # Like `python path`: the script's directory first on sys.path, so a multi-file case imports its siblings;

@@ -46,6 +46,11 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="also report hints (hazards in code no compile site reaches, compile sites); the editor shows them",
     )
+    parser.add_argument(
+        "--torch-version",
+        metavar="X.Y",
+        help="the torch release the messages describe (default: the one installed in this environment)",
+    )
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the analysis cache")
     parser.set_defaults(handler=run)
@@ -65,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     # Imported here so that `dynamo-lens serve`, `explain` and `--help` do not pay for the analyzer's import.
+    from dynamo_lens import torch_facts
     from dynamo_lens.cache import AnalysisCache
     from dynamo_lens.config import load_settings
     from dynamo_lens.model import Severity
@@ -81,6 +87,7 @@ def _check(args: argparse.Namespace) -> int:
     if overridden is None:
         return EXIT_ERROR
 
+    torch_facts.use(torch_facts.target_for(overridden.torch_version))
     cache = None if args.no_cache else AnalysisCache.in_root()
     result = scan(paths, overridden, cache)
 
@@ -102,12 +109,13 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _with_flags(loaded: LoadedSettings, args: argparse.Namespace) -> Settings | None:
-    """The settings with ``--select``/``--ignore`` applied, or None (after a message) for an unknown code."""
+    """The settings with ``--select``/``--ignore``/``--torch-version`` applied, or None (after a message) for an
+    unknown code or an unreadable release."""
     from dynamo_lens.config import parse_code_list
 
     select = [c for value in args.select for c in parse_code_list(value)] if args.select else None
     ignore = [c for value in args.ignore for c in parse_code_list(value)] if args.ignore else None
-    flagged = loaded.settings.with_overrides(select=select, ignore=ignore)
+    flagged = loaded.settings.with_overrides(select=select, ignore=ignore, torch_version=args.torch_version)
     if flagged.problems:
         for problem in flagged.problems:
             print(f"dynamo-lens: error: {problem}", file=sys.stderr)

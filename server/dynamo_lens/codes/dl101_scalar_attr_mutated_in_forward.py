@@ -114,6 +114,7 @@ from dynamo_lens.static.semantic.state_flow import (
 )
 from dynamo_lens.static.semantic.values import SCALAR_KINDS
 from dynamo_lens.static.summary import AttrKind, CompileSite
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL101",
@@ -209,8 +210,8 @@ def _finding(
             else "automatic dynamic; only nn.Module int attributes stay static"
         )
         cost = (
-            f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH), recompiles once and then treats the int "
-            f"as dynamic ({why}): one extra compile"
+            f"Dynamo ({torch_name()}) guards `{name} == <value>` (EQUALS_MATCH), recompiles once and then treats the "
+            f"int as dynamic ({why}): one extra compile"
         )
         if unspec is not None:
             setting = settings.set_here(unspec)
@@ -223,8 +224,8 @@ def _finding(
             else "ints of an object a compiled module calls are never made dynamic"
         )
         cost = (
-            f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) at the read, so each new value recompiles "
-            f"({dynamic_text}); {limit.past()}"
+            f"Dynamo ({torch_name()}) guards `{name} == <value>` (EQUALS_MATCH) at the read, so each new value "
+            f"recompiles ({dynamic_text}); {limit.past()}"
         )
     elif kind in ("int", "str") and all(a.event.detail == "const" for a in changes):
         severity = Severity.INFO
@@ -237,8 +238,8 @@ def _finding(
         )
     elif kind == "float" and floats.static and unbounded:
         cost = (
-            f"Dynamo (torch 2.13) guards `{name} == <value>` (EQUALS_MATCH) and, under {floats.static}, never makes "
-            f"the float dynamic: each new value recompiles; {limit.past()}"
+            f"Dynamo ({torch_name()}) guards `{name} == <value>` (EQUALS_MATCH) and, under {floats.static}, never "
+            f"makes the float dynamic: each new value recompiles; {limit.past()}"
         )
         setting = floats.related
     elif kind == "float" and floats.symbolic:

@@ -73,6 +73,7 @@ from dynamo_lens.static.semantic.state_flow import (
     sites_of,
 )
 from dynamo_lens.static.walk import GROWING_METHODS, SHRINKING_METHODS
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL102",
@@ -169,7 +170,7 @@ def _finding(
     if event.detail == "setitem-aug":
         action = f"updates a value stored in `{name}`"
         cost = (
-            "Dynamo (torch 2.13) guards the stored value it reads (EQUALS_MATCH on the item), so every call "
+            f"Dynamo ({torch_name()}) guards the stored value it reads (EQUALS_MATCH on the item), so every call "
             f"recompiles; {limit.past()}"
         )
         bounded = False
@@ -190,7 +191,7 @@ def _finding(
         action = f"grows the {kind} `{name}`" + (
             " (and shrinks it, by an amount the analysis cannot tell)" if shrinks else ""
         )
-        cost = f"Dynamo (torch 2.13) guards {_GUARD[kind]}, so each call that changes it recompiles; {limit.past()}"
+        cost = f"Dynamo ({torch_name()}) guards {_GUARD[kind]}, so each call that changes it recompiles; {limit.past()}"
     message = f"{action} in {place}, and the next call reads it: {cost}"
     return index.finding(
         RULE,

@@ -49,6 +49,7 @@ from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.state_flow import keep_loudest, sites_of, stateful_flows
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL104",
@@ -72,9 +73,9 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
             sites = sites_of(index, [access])
             limit = settings.recompile_limit(index, sites)
             message = (
-                f"`setattr(self, {event.text}, …)` in {place} writes an attribute named by an argument: Dynamo (torch "
-                f"2.13) guards `{event.text}` as a string constant (EQUALS_MATCH), so every distinct name compiles "
-                f"again (strings never become dynamic); {limit.past()}"
+                f"`setattr(self, {event.text}, …)` in {place} writes an attribute named by an argument: Dynamo "
+                f"({torch_name()}) guards `{event.text}` as a string constant (EQUALS_MATCH), so every distinct name "
+                f"compiles again (strings never become dynamic); {limit.past()}"
             )
             findings.append(
                 index.finding(

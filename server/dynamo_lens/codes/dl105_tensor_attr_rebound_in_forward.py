@@ -80,6 +80,7 @@ from dynamo_lens.static.semantic.state_flow import (
     sites_of,
 )
 from dynamo_lens.static.summary import CompileSite
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL105",
@@ -118,7 +119,7 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
         message = (
             f"`{name}` starts as `None` and {_place(flow, access.method)} builds {built} in it on the first call, "
             f"which the next call reads: the first call guards `{name} is None` (NONE_MATCH), so the second call "
-            "recompiles once (torch 2.13); later calls reuse that entry while the contents keep their length and "
+            f"recompiles once ({torch_name()}); later calls reuse that entry while the contents keep their length and "
             "shapes"
         )
         yield _finding(index, flow, attr, access, message, starts_none=True)
@@ -131,7 +132,7 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
             message = (
                 f"`{name}` starts as `None` and {_place(flow, access.method)} makes it a tensor that the next call "
                 f"reads: the first call guards `{name} is None` (NONE_MATCH), so the second call recompiles once "
-                "(torch 2.13); later calls with the same shape and dtype reuse that entry"
+                f"({torch_name()}); later calls with the same shape and dtype reuse that entry"
             )
             yield _finding(index, flow, attr, access, message, starts_none=True)
     elif attr.init_kind in _TENSOR_KINDS:
@@ -141,7 +142,7 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[F
                 message = (
                     f"`{name} = {event.text}` in {_place(flow, access.method)} grows a tensor that the next call "
                     "reads: its size guard fails on the second call, Dynamo marks the dimension dynamic (automatic "
-                    "dynamic shapes, torch 2.13) and compiles once more"
+                    f"dynamic shapes, {torch_name()}) and compiles once more"
                 )
                 yield _finding(index, flow, attr, access, message)
 

@@ -61,6 +61,7 @@ from dynamo_lens.static.semantic.state_flow import (
     unseen_summaries,
 )
 from dynamo_lens.static.summary import Ref
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL106",
@@ -144,7 +145,7 @@ def _built_in(index: WorkspaceIndex, flow: ClassFlow) -> list[_Built]:
 
 
 _COST = (
-    "creating its parameters cannot be traced, so Dynamo (torch 2.13) graph-breaks there on every call, and the "
+    f"creating its parameters cannot be traced, so Dynamo ({torch_name()}) graph-breaks there on every call, and the "
     "module gets new random weights each time; build it once in `__init__`"
 )
 

@@ -101,7 +101,7 @@ from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.instances import CHOICE, InstanceArgument, instance_arguments
 from dynamo_lens.static.semantic.usage import READ_EVENTS
 from dynamo_lens.static.summary import AttrInit, CompileSite, StateEvent
-from dynamo_lens.torch_facts import TORCH
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL107",
@@ -303,9 +303,9 @@ def _finding(
         cost = f"one entry per value ({dynamic}); {limit.past('the remaining instances run eagerly')}"
     message = (
         f"`{name}` ({'one of two values' if kind == CHOICE else kind}) differs between the `{class_name}` "
-        f"instances compiled one by one (or the layers that hold them), which share this `forward`: {TORCH} guards "
-        f"{'which one it holds (a value by value, a module by its type)' if kind == CHOICE else 'it by value'}, so "
-        f"each instance with another value compiles its own entry of the same frame: {cost}"
+        f"instances compiled one by one (or the layers that hold them), which share this `forward`: {torch_name()} "
+        f"guards {'which one it holds (a value by value, a module by its type)' if kind == CHOICE else 'it by value'}, "
+        f"so each instance with another value compiles its own entry of the same frame: {cost}"
     )
     if read.guarded:
         severity, message = Severity.HINT, message + " (a hint: this read runs only under a condition)"
@@ -365,8 +365,8 @@ def _shape_finding(
         cost = f"one entry per size (parameter shapes stay static); {limit.past('the remaining instances run eagerly')}"
     message = (
         f"{' and '.join(layers)} {'is' if len(layers) == 1 else 'are'} sized by `{param}`, which differs between the "
-        f"`{class_name}` instances compiled one by one (they share this `forward`): {TORCH} guards the shapes of "
-        f"their parameters, so each instance with another size compiles its own entry of the same frame: {cost}"
+        f"`{class_name}` instances compiled one by one (they share this `forward`): {torch_name()} guards the shapes "
+        f"of their parameters, so each instance with another size compiles its own entry of the same frame: {cost}"
     )
     if read.guarded:
         severity, message = Severity.HINT, message + " (a hint: this call runs only under a condition)"

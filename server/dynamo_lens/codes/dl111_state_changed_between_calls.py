@@ -96,6 +96,7 @@ from dynamo_lens.static.semantic.usage import (
 )
 from dynamo_lens.static.semantic.values import SCALAR_KINDS
 from dynamo_lens.static.summary import AttrWrite, CallSite, Candidate, CompileSite
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL111",
@@ -185,21 +186,21 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
         severity = Severity.INFO
         message = (
             f"{name} (int{setter}) changes between calls of the compiled module, whose code reads it: under "
-            "`allow_unspec_int_on_nn_module = True` torch 2.13 recompiles once, then treats the int as dynamic "
+            f"`allow_unspec_int_on_nn_module = True` {torch_name()} recompiles once, then treats the int as dynamic "
             "(2 compiles in all)"
         )
         setting = settings.set_here(unspec)
     elif kind in ("int", "str") and candidate.varies:
         severity = RULE.default_severity
         message = (
-            f"{name} ({kind}{setter}) changes between calls of the compiled module, whose code reads it: torch 2.13 "
-            f"guards it by value (`EQUALS_MATCH`) and never makes {kind} module attributes dynamic, so each distinct "
-            f"value compiles once more; {limit.past('the module runs eagerly')}"
+            f"{name} ({kind}{setter}) changes between calls of the compiled module, whose code reads it: "
+            f"{torch_name()} guards it by value (`EQUALS_MATCH`) and never makes {kind} module attributes dynamic, so "
+            f"each distinct value compiles once more; {limit.past('the module runs eagerly')}"
         )
     elif kind in ("int", "str"):
         severity = Severity.INFO
         message = (
-            f"{name} ({kind}{setter}) is changed after the compiled module ran, and its code reads it: torch 2.13 "
+            f"{name} ({kind}{setter}) is changed after the compiled module ran, and its code reads it: {torch_name()} "
             "guards it by value, so the next call compiles again (one recompile per distinct value)"
         )
     elif kind == "float" and floats.symbolic:
@@ -208,7 +209,7 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
         severity = RULE.default_severity
         message = (
             f"{name} (float{setter}) changes between calls of the compiled module, whose code reads it: under "
-            f"{floats.static} torch 2.13 never makes the float dynamic, so each distinct value compiles once more; "
+            f"{floats.static} {torch_name()} never makes the float dynamic, so each distinct value compiles once more; "
             f"{limit.past('the module runs eagerly')}"
         )
         setting = floats.related
@@ -216,20 +217,20 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
         severity = Severity.INFO
         message = (
             f"{name} (float{setter}) is changed after the compiled module ran, and its code reads it: under "
-            f"{floats.static} torch 2.13 never makes the float dynamic, so each distinct value it is set to compiles "
-            "once more"
+            f"{floats.static} {torch_name()} never makes the float dynamic, so each distinct value it is set to "
+            "compiles once more"
         )
         setting = floats.related
     elif kind == "float":
         severity = Severity.INFO
         message = (
-            f"{name} (float{setter}) changes between calls of the compiled module, whose code reads it: torch 2.13 "
+            f"{name} (float{setter}) changes between calls of the compiled module, whose code reads it: {torch_name()} "
             "recompiles once, then treats the float as dynamic (2 compiles in all)"
         )
     else:
         severity = Severity.INFO
         message = (
-            f"{name} (bool{setter}) changes between calls of the compiled module, whose code reads it: torch 2.13 "
+            f"{name} (bool{setter}) changes between calls of the compiled module, whose code reads it: {torch_name()} "
             "keeps one compiled entry per value, so the other value compiles once more"
         )
     related = [Related(candidate.earlier, "the compiled module ran here before")]

@@ -66,7 +66,7 @@ from dynamo_lens.static.semantic.program import (
 )
 from dynamo_lens.static.semantic.usage import READ_EVENTS
 from dynamo_lens.static.summary import CompileSite, ModeSwitch
-from dynamo_lens.torch_facts import TORCH
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL112",
@@ -191,8 +191,8 @@ def _finding(
         cost = "the Dynamo reset around it drops that entry, so it compiles again every time"
     message = (
         f"`{switch.receiver_text}` switches to {mode} after the compiled module ran in training mode: layers "
-        f"such as Dropout and BatchNorm read `training`, which {TORCH} guards (`TRUE_MATCH ...training == True`), "
-        f"so the other mode compiles a second entry ({cost})"
+        f"such as Dropout and BatchNorm read `training`, which {torch_name()} guards (`TRUE_MATCH ...training == "
+        f"True`), so the other mode compiles a second entry ({cost})"
     )
     related = (Related(earlier, "the compiled module ran here in training mode"),) if earlier is not None else ()
     return index.finding(RULE, switch.span, message, sites, related=related)

@@ -73,6 +73,7 @@ from dynamo_lens.static.semantic.usage import (
     usage,
 )
 from dynamo_lens.static.summary import CompileSite
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL201",
@@ -124,13 +125,13 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         if fresh is not None:
             message = (
                 f"`{text}` runs {where}, with a new backend callable ({fresh}): the cached entry's `BACKEND_MATCH` "
-                f"guard fails every time, so torch 2.13 compiles again on each iteration; {settings.PAST_LIMIT}"
+                f"guard fails every time, so {torch_name()} compiles again on each iteration; {settings.PAST_LIMIT}"
             )
             severity = RULE.default_severity
         elif loops:
             message = (
-                f"`{text}` builds a new compiled wrapper {where}: torch 2.13 reuses the cached code (1 compile), but "
-                "each wrapper costs about 0.1 ms to build and call through; build it once, before the loop"
+                f"`{text}` builds a new compiled wrapper {where}: {torch_name()} reuses the cached code (1 compile), "
+                "but each wrapper costs about 0.1 ms to build and call through; build it once, before the loop"
             )
             severity = Severity.INFO
         else:

@@ -64,7 +64,7 @@ from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.usage import compiled_code_reads, loop_scalars, names_in, position, scope_key, usage
 from dynamo_lens.static.summary import Candidate, CompileSite, Ref
-from dynamo_lens.torch_facts import is_torch_nn_module
+from dynamo_lens.torch_facts import is_torch_nn_module, torch_name
 
 RULE = Rule(
     code="DL202",
@@ -140,13 +140,13 @@ def judge(candidate: FreshModule, index: WorkspaceIndex) -> Iterator[Finding]:
         limit = settings.recompile_limit(index, (candidate.site,))
         message = (
             f"{base} Its `{'`, `'.join(guarded)}` changes per call and the compiled code reads it as a Python "
-            f"scalar: torch 2.13 guards it per instance, so every new value compiles again; {limit.past()}"
+            f"scalar: {torch_name()} guards it per instance, so every new value compiles again; {limit.past()}"
         )
         severity = Severity.WARNING
         related = limit.related
     else:
         message = (
-            f"{base} On torch 2.13 this does not recompile (modules are unspecialized: 1 compile); on torch < 2.5 "
+            f"{base} On {torch_name()} this does not recompile (modules are unspecialized: 1 compile); on torch < 2.5 "
             "each new module was a cache miss until `recompile_limit`"
         )
         severity = RULE.default_severity

@@ -106,7 +106,7 @@ from dynamo_lens.static.semantic.usage import (
 )
 from dynamo_lens.static.semantic.values import ValueKind, kind_of
 from dynamo_lens.static.summary import CompileSite
-from dynamo_lens.torch_facts import TORCH
+from dynamo_lens.torch_facts import torch_name
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -172,14 +172,14 @@ def _candidate(
     fixes: tuple[Fix, ...] = ()
     if kind == "bool":
         message = (
-            f"{text} passes a bool that changes between iterations to {label} of compiled `{callee}`: torch 2.13 "
+            f"{text} passes a bool that changes between iterations to {label} of compiled `{callee}`: {torch_name()} "
             "guards it by value in every mode (`dynamic=` does not change that), so each value has its own compiled "
             "entry (2 in all)"
         )
         severity = Severity.INFO
     elif kind == "str":
         message = (
-            f"{text} passes a different `str` to {label} of compiled `{callee}` on every iteration: torch 2.13 "
+            f"{text} passes a different `str` to {label} of compiled `{callee}` on every iteration: {torch_name()} "
             f"guards strings by value and never makes them dynamic, so each value compiles again; {settings.PAST_LIMIT}"
         )
         severity = RULE.default_severity
@@ -199,20 +199,20 @@ def _candidate(
     elif _ranges_over(definition, param):
         message = (
             f"{text} changes {label} of compiled `{callee}` on every iteration, and `{param}` is a `range()` bound "
-            f"there: torch 2.13 keeps it specialised, so every value compiles again; {settings.PAST_LIMIT}"
+            f"there: {torch_name()} keeps it specialised, so every value compiles again; {settings.PAST_LIMIT}"
         )
         severity = RULE.default_severity
     elif dynamic == "False":
         message = (
             f"{text} changes the {kind} {label} of compiled `{callee}` on every iteration, and the compile site says "
-            f"`dynamic=False`: torch 2.13 compiles once per value; {settings.PAST_LIMIT}"
+            f"`dynamic=False`: {torch_name()} compiles once per value; {settings.PAST_LIMIT}"
         )
         severity = RULE.default_severity
         fixes = tuple(f for f in (_dynamic_fix(ctx, site),) if f is not None)
     else:
         changes = f"{text} changes the {kind} {label} of compiled `{callee}` on every iteration"
         message = (
-            f"{changes}: torch 2.13 specialises the first value, recompiles once, then treats it as dynamic (2 "
+            f"{changes}: {torch_name()} specialises the first value, recompiles once, then treats it as dynamic (2 "
             "compiles in all)"
         )
         fixes = tuple(f for f in (_dynamic_fix(ctx, site),) if f is not None)
@@ -255,8 +255,8 @@ def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]
             static = settings.in_force(index, name, value, candidate.sites) if candidate.kind in kinds else None
             if static is not None:
                 message = (
-                    f"{candidate.changes}, and `{name} = {value}` keeps it static: {TORCH} compiles once per value; "
-                    f"{settings.PAST_LIMIT}"
+                    f"{candidate.changes}, and `{name} = {value}` keeps it static: {torch_name()} compiles once per "
+                    f"value; {settings.PAST_LIMIT}"
                 )
                 related = (*candidate.related, settings.set_here(static))
                 # `dynamic=True` does not make a specialised number dynamic
@@ -390,17 +390,17 @@ def _entries(site: CompileSite, definition: ast.FunctionDef, param: str, values:
     ``dynamic=True``)."""
     kind = type(values[0]).__name__
     if isinstance(values[0], _Keys):
-        return len(values), f"{TORCH} guards the keys of a dict it iterates, in order, so each has its own entry"
+        return len(values), f"{torch_name()} guards the keys of a dict it iterates, in order, so each has its own entry"
     if any(v is None or isinstance(v, _Tensor) for v in values):
-        return len(values), f"{TORCH} guards whether it is `None`, so each has its own compiled entry"
+        return len(values), f"{torch_name()} guards whether it is `None`, so each has its own compiled entry"
     if isinstance(values[0], bool | str):
-        return len(values), f"torch 2.13 guards the {kind} by value, so each value has its own compiled entry"
+        return len(values), f"{torch_name()} guards the {kind} by value, so each value has its own compiled entry"
     dynamic = dict(site.options).get("dynamic")
     if dynamic == "False":
-        return len(values), "the compile site says `dynamic=False`: torch 2.13 compiles once per value"
+        return len(values), f"the compile site says `dynamic=False`: {torch_name()} compiles once per value"
     if _ranges_over(definition, param):
-        return len(values), f"`{param}` is a `range()` bound there: torch 2.13 keeps it specialised, once per value"
-    reason = "torch 2.13 specialises the first int it sees, recompiles once for another, then keeps it dynamic"
+        return len(values), f"`{param}` is a `range()` bound there: {torch_name()} keeps it specialised, once per value"
+    reason = f"{torch_name()} specialises the first int it sees, recompiles once for another, then keeps it dynamic"
     return (1 if dynamic == "True" else 2), reason
 
 

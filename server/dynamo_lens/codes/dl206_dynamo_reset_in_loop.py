@@ -64,7 +64,7 @@ from dynamo_lens.static.semantic.usage import (
     usage,
 )
 from dynamo_lens.static.summary import CallSite, CompileSite
-from dynamo_lens.torch_facts import TORCH
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL206",
@@ -98,7 +98,7 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         name = reused.handle.name
         message = (
             f"`{ctx.source(call.func)}()` {where}, which also calls compiled `{name}`: the reset drops every "
-            "compiled entry, so each iteration compiles from scratch (torch 2.13: 12 compiles for 12 steps, and "
+            f"compiled entry, so each iteration compiles from scratch ({torch_name()}: 12 compiles for 12 steps, and "
             "`TORCH_LOGS=recompiles` shows none)"
         )
         related = (Related(ctx.span(reused.call), f"compiled `{name}` is called again here"),)
@@ -144,8 +144,8 @@ def _compiled_again(ctx: FileContext, reset: ast.Call, site: CompileSite) -> Usa
     message = (
         f"`{ctx.source(reset.func)}()` on every iteration of this loop, which then compiles `{site.target_text}` "
         f"again and calls it: the loop does not change what it compiles, so each iteration compiles the same code "
-        f"from scratch ({TORCH}: a full compile per iteration, and `TORCH_LOGS=recompiles` shows none); unless the "
-        "loop measures compile time, compile once before it"
+        f"from scratch ({torch_name()}: a full compile per iteration, and `TORCH_LOGS=recompiles` shows none); unless "
+        "the loop measures compile time, compile once before it"
     )
     related = (Related(site.span, "compiled again here on every iteration"),)
     return UsageCandidate(RULE.code, ctx.span(reset), message, RULE.default_severity, (site,), related=related)
@@ -165,8 +165,8 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
             name = function.rpartition(".")[2]
             message = (
                 f"the Dynamo cache is reset on every call of `{name}()`, which a loop calls next to compiled code: "
-                f"the reset drops every compiled entry, so the loop compiles them again after each call ({TORCH}: a "
-                "full compile per iteration, and `TORCH_LOGS=recompiles` shows none)"
+                "the reset drops every compiled entry, so the loop compiles them again after each call "
+                f"({torch_name()}: a full compile per iteration, and `TORCH_LOGS=recompiles` shows none)"
             )
             related = (
                 Related(caller.call.span, f"`{name}()` is called in a loop here"),

@@ -60,6 +60,7 @@ from dynamo_lens.static.semantic.usage import (
     scope_key,
     usage,
 )
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL207",
@@ -106,8 +107,8 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         name = earlier.handle.name
         message = (
             f"`{ctx.source(mark, 50)}` comes after compiled `{name}` already ran: the entry it compiled has a static "
-            f"size, so torch 2.13 compiles once more when `{tensor}` arrives marked (2 compiles where marking first "
-            "gives 1); mark the tensor before the first call"
+            f"size, so {torch_name()} compiles once more when `{tensor}` arrives marked (2 compiles where marking "
+            "first gives 1); mark the tensor before the first call"
         )
         related = (Related(ctx.span(earlier.call), f"`{name}` ran here first"),)
         fix = _move_fix(ctx, statements, at, earlier)

@@ -77,7 +77,7 @@ from dynamo_lens.static.semantic.program import (
 )
 from dynamo_lens.static.semantic.usage import HandleCall, Loop, UsageCandidate, judge_usage, usage
 from dynamo_lens.static.summary import CompileSite
-from dynamo_lens.torch_facts import TORCH
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL208",
@@ -118,7 +118,7 @@ def _finding(
     if mode == VARIES:
         message = (
             f"{what} under {mode}: grad mode is part of Dynamo's `GLOBAL_STATE` guard, so "
-            f"{TORCH} compiles one entry per mode (2 compiles for grad on/off)"
+            f"{torch_name()} compiles one entry per mode (2 compiles for grad on/off)"
         )
     else:
         others = sorted(m for m in modes if m != mode) or [GRAD]
@@ -127,7 +127,7 @@ def _finding(
             cost = "the Dynamo reset around it drops that entry, so it compiles again every time"
         message = (
             f"{what} under `{mode}` here and with {', '.join(others)} elsewhere: grad mode is "
-            f"part of Dynamo's `GLOBAL_STATE` guard, so {TORCH} compiles a second entry for this mode ({cost})"
+            f"part of Dynamo's `GLOBAL_STATE` guard, so {torch_name()} compiles a second entry for this mode ({cost})"
         )
     related = [Related(call.grad_from, f"`{mode}` starts here")] if call.grad_from is not None else []
     related += [
@@ -198,8 +198,8 @@ def _flip_candidate(
     what = f"`{name}` gets" if argument is not None else f"the parameters of `{name}` get"
     message = (
         f"{what} `requires_grad` set to a value that changes between iterations (line {flip.lineno}) before "
-        f"this call of compiled `{handle_call.handle.name}`: {TORCH} guards `requires_grad` of every tensor input "
-        "(`TENSOR_MATCH`), so each setting compiles an entry of its own (2 in all, each reused)"
+        f"this call of compiled `{handle_call.handle.name}`: {torch_name()} guards `requires_grad` of every tensor "
+        "input (`TENSOR_MATCH`), so each setting compiles an entry of its own (2 in all, each reused)"
     )
     return UsageCandidate(
         RULE.code,

@@ -66,7 +66,7 @@ from dynamo_lens.static.semantic.usage import (
     scope_key,
 )
 from dynamo_lens.static.summary import CompileSite
-from dynamo_lens.torch_facts import TORCH
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL209",
@@ -111,8 +111,8 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
             remedy = "with `cycle_momentum=False`" + (" and a tensor `lr`" if float_lr else "") + " it compiles once"
         message = (
             f"{what} changes the Python-float {' and '.join(changed)} of `{optimizer}`, whose `step` is compiled: "
-            f"{TORCH} guards the float in `param_groups` by value, recompiles once and then treats it as dynamic "
-            f"(2 compiles); {remedy}"
+            f"{torch_name()} guards the float in `param_groups` by value, recompiles once and then treats it as "
+            f"dynamic (2 compiles); {remedy}"
         )
         related = (Related(ctx.span(lr), "Python-float lr set here"),) if lr is not None and float_lr else ()
         where = at.node.targets[0] if isinstance(at.node, ast.Assign) else at.node

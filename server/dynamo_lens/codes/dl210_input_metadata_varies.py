@@ -148,7 +148,7 @@ from dynamo_lens.static.semantic.values import (
     kind_of,
 )
 from dynamo_lens.static.summary import CompileSite
-from dynamo_lens.torch_facts import MAY_RETURN_INPUT, RECOMPILE_LIMIT, TORCH
+from dynamo_lens.torch_facts import MAY_RETURN_INPUT, RECOMPILE_LIMIT, torch_name
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -267,7 +267,7 @@ def _candidate(
     site = handle_call.handle.site
     text = ctx.source(argument, 40)
     message = (
-        f"`{text}` changes dtype on each iteration of the loop over {count} dtypes: {TORCH} guards each input's "
+        f"`{text}` changes dtype on each iteration of the loop over {count} dtypes: {torch_name()} guards each input's "
         f"dtype (and a dtype argument by value) and never makes it dynamic, so every dtype compiles once"
     )
     return UsageCandidate(
@@ -340,8 +340,8 @@ def _length_candidate(
 ) -> UsageCandidate:
     site = handle_call.handle.site
     changes = (
-        f"`{ctx.source(argument, 40)}` {how}, so its length changes on each iteration: {TORCH} guards the length of "
-        "a list input and never makes it dynamic, whatever `dynamic=` says, so each length compiles once"
+        f"`{ctx.source(argument, 40)}` {how}, so its length changes on each iteration: {torch_name()} guards the "
+        "length of a list input and never makes it dynamic, whatever `dynamic=` says, so each length compiles once"
     )
     count = _iterations(loop)
     return UsageCandidate(
@@ -394,9 +394,9 @@ def _inference_tensors_mixed(ctx: FileContext, table: Usage) -> Iterator[UsageCa
             text = ctx.source(argument, 40)
             message = (
                 f"`{text}` is an inference tensor (made under `torch.inference_mode()`) and the same compiled callable "
-                f"also gets normal tensors: {TORCH}'s tensor guard checks the dispatch key set, which has no autograd "
-                f"key for an inference tensor, so each kind compiles an entry of its own (2 compiles, each reused); "
-                f"make it under `torch.no_grad()`, or `.clone()` it outside inference mode"
+                f"also gets normal tensors: {torch_name()}'s tensor guard checks the dispatch key set, which has no "
+                "autograd key for an inference tensor, so each kind compiles an entry of its own (2 compiles, each "
+                f"reused); make it under `torch.no_grad()`, or `.clone()` it outside inference mode"
             )
             related = (
                 Related(ctx.span(made.node), "made under `inference_mode` here"),
@@ -515,8 +515,9 @@ def _fed_back_candidate(
     message = (
         f"`{argument.id}` is fed back from what compiled `{name}` returned on the previous iteration, a tensor that "
         f"requires grad (grad mode is on and the module's parameters require grad), while the first call gets one "
-        f"that does not: {TORCH} guards `requires_grad` of every tensor input, so the second call compiles a second "
-        "entry (2 compiles, each reused); run the loop under `torch.no_grad()` or feed back a `.detach()`ed tensor"
+        f"that does not: {torch_name()} guards `requires_grad` of every tensor input, so the second call compiles a "
+        "second entry (2 compiles, each reused); run the loop under `torch.no_grad()` or feed back a `.detach()`ed "
+        "tensor"
     )
     related = (
         Related(ctx.span(first), "the first input, without `requires_grad`"),
@@ -572,7 +573,7 @@ def _held(expr: ast.expr, holders: dict[str, ast.expr]) -> ast.expr | None:
 def _requires_grad_candidate(ctx: FileContext, handle_call: HandleCall, change: _RequiresGradChange) -> UsageCandidate:
     text = ctx.source(change.node, 50)
     subject = f"`{text}` changes `requires_grad` of parameters of the compiled module between its calls"
-    guard = f"{TORCH} guards each parameter's `requires_grad` (`TENSOR_MATCH`)"
+    guard = f"{torch_name()} guards each parameter's `requires_grad` (`TENSOR_MATCH`)"
     related = (Related(ctx.span(handle_call.call), "the compiled module is called here, in the same loop"),)
     site = handle_call.handle.site
     if change.per_iteration:
@@ -627,7 +628,7 @@ def _parameter_candidate(ctx: FileContext, handle_call: HandleCall, argument: as
         f"`{counter}`)"
     )
     message = (
-        f"{changes}: {TORCH} keeps the shapes of parameters static (`force_parameter_static_shapes`), whatever "
+        f"{changes}: {torch_name()} keeps the shapes of parameters static (`force_parameter_static_shapes`), whatever "
         f"`dynamic=` says, so each shape compiles once; {settings.PAST_LIMIT}"
     )
     return ParameterShape(RULE.code, ctx.span(argument), message, RULE.default_severity, (handle_call.handle.site,))
@@ -643,8 +644,8 @@ def _shape_candidate(
     if by_setting:
         return ShapeUnderSettings(RULE.code, ctx.span(argument), changes, RULE.default_severity, (site,))
     message = (
-        f"{changes}, and the compile site says `dynamic=False`: {TORCH} guards every input's sizes and then never "
-        f"makes them dynamic, so each shape compiles once; {settings.PAST_LIMIT}"
+        f"{changes}, and the compile site says `dynamic=False`: {torch_name()} guards every input's sizes and then "
+        f"never makes them dynamic, so each shape compiles once; {settings.PAST_LIMIT}"
     )
     return UsageCandidate(
         RULE.code,
@@ -788,8 +789,8 @@ def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]
         if static is None:
             return
         message = (
-            f"{candidate.message}, and `automatic_dynamic_shapes = False` keeps every size static: {TORCH} guards "
-            f"the input's sizes, so each shape compiles once; {settings.PAST_LIMIT}"
+            f"{candidate.message}, and `automatic_dynamic_shapes = False` keeps every size static: {torch_name()} "
+            f"guards the input's sizes, so each shape compiles once; {settings.PAST_LIMIT}"
         )
         candidate = replace(candidate, message=message, related=(*candidate.related, settings.set_here(static)))
     yield from judge_usage(candidate, index)
@@ -800,9 +801,9 @@ def _judge_per_parameter(candidate: PerParameterShape, index: WorkspaceIndex) ->
     if candidate.parameter and not candidate.static_site:
         if settings.in_force(index, "force_parameter_static_shapes", "False", candidate.sites) is not None:
             return
-        why = f"{TORCH} keeps parameter shapes static (`force_parameter_static_shapes`) whatever `dynamic=` says"
+        why = f"{torch_name()} keeps parameter shapes static (`force_parameter_static_shapes`) whatever `dynamic=` says"
     elif candidate.static_site:
-        why = f"the compile site says `dynamic=False` and {TORCH} never makes its sizes dynamic"
+        why = f"the compile site says `dynamic=False` and {torch_name()} never makes its sizes dynamic"
         related = (*related, settings.compiled_with(("False", candidate.sites[0]), "dynamic"))
     else:
         static = settings.in_force(index, "automatic_dynamic_shapes", "False", candidate.sites)

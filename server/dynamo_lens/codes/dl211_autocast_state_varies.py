@@ -52,7 +52,7 @@ from dynamo_lens.static.semantic.contexts import AUTOCAST, AUTOCAST_UNKNOWN, GRA
 from dynamo_lens.static.semantic.global_state import DifferingState, StatePart, differing_states
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.program import compiled_callees
-from dynamo_lens.torch_facts import TORCH
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL211",
@@ -91,7 +91,7 @@ def _finding(index: WorkspaceIndex, found: DifferingState) -> Finding:
         what = f"compiled `{call.name}` runs" if direct else f"`{call.name}(…)` runs compiled code"
     message = (
         f"{what} under `{AUTOCAST}` here and without it elsewhere: the autocast state is part of Dynamo's "
-        f"`GLOBAL_STATE` guard, so {TORCH} compiles a second entry for it (bounded: one entry per state)"
+        f"`GLOBAL_STATE` guard, so {torch_name()} compiles a second entry for it (bounded: one entry per state)"
     )
     related = [Related(call.autocast_from, "autocast starts here")] if call.autocast_from is not None else []
     related += [Related(other.call.span, "without autocast here") for other in found.elsewhere[:1]]

@@ -136,7 +136,6 @@ from dynamo_lens.torch_facts import (
     ASYNC_COLLECTIVE,
     AUTOGRAD_GRAD,
     BACKWARD,
-    BREAK_IN_LOOP,
     DATA_DEPENDENT,
     DATA_SIZED,
     DEEPCOPY,
@@ -155,6 +154,8 @@ from dynamo_lens.torch_facts import (
     P2P,
     PRINT,
     RANGE_OF_TENSOR,
+    RANGE_OF_TENSOR_ITEM,
+    RANGE_OF_TENSOR_ITEM_SINCE,
     REPEATS_BY_TENSOR,
     REPR,
     REQUIRES_GRAD_SET,
@@ -164,10 +165,12 @@ from dynamo_lens.torch_facts import (
     TOLIST,
     TOLIST_FLOAT,
     TOLIST_INTEGER,
-    TORCH,
     USER_GRAPH_BREAK,
     GraphBreak,
+    break_in_loop,
+    describes_since,
     raised_under_fullgraph,
+    torch_name,
 )
 
 RULE = Rule(
@@ -502,7 +505,9 @@ def _builtin(name: str, call: ast.Call, tensors: TensorInference | None) -> Grap
     if name == "print":
         return PRINT
     if name == "range":
-        return RANGE_OF_TENSOR if tensors is not None and any(tensors.is_tensor(a) for a in call.args) else None
+        if tensors is None or not any(tensors.is_tensor(a) for a in call.args):
+            return None
+        return RANGE_OF_TENSOR_ITEM if describes_since(RANGE_OF_TENSOR_ITEM_SINCE) else RANGE_OF_TENSOR
     if len(call.args) != 1 or tensors is None or not tensors.is_tensor(call.args[0]):
         return None
     if name in ("int", "float", "bool"):
@@ -555,10 +560,10 @@ def _candidate(
     """The finding for ``node`` (a call, or a masked read), whose context (loop, condition) is that of ``key``: the
     call itself, or the statement around the read."""
     text = ctx.source(node, 60)
-    message = f"`{text}` breaks the graph when compiled ({TORCH}: {found.quoted()}); {found.advice}"
+    message = f"`{text}` breaks the graph when compiled ({torch_name()}: {found.quoted()}); {found.advice}"
     in_loop = id(key) in body.in_loop
     if in_loop:
-        message += BREAK_IN_LOOP
+        message += break_in_loop()
     return InsideCompiledCandidate(
         code=RULE.code,
         span=ctx.span(node),
@@ -626,11 +631,11 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
     for span, (call, graph_break, defined, name, sites) in found.items():
         message = (
             f"`{call.name}(...)` calls `{name}`, which `torch.compiler.disable` keeps out of compiled code: the call "
-            f"breaks the graph ({TORCH}: {graph_break.quoted()}); {graph_break.advice}"
+            f"breaks the graph ({torch_name()}: {graph_break.quoted()}); {graph_break.advice}"
         )
         severity = Severity.INFO
         if call.in_loop:
-            message, severity = message + BREAK_IN_LOOP, RULE.default_severity
+            message, severity = message + break_in_loop(), RULE.default_severity
         related = (Related(defined, f"`{name}` is disabled here"),)
         data = {"gb_id": graph_break.installed_id(), "in_loop": str(call.in_loop).lower()}
         yield index.finding(RULE, span, message, sites, severity=severity, related=related, data=data)

@@ -64,7 +64,7 @@ from dynamo_lens.static.semantic.bodies import (
     function_bodies,
     judge,
 )
-from dynamo_lens.torch_facts import BRANCH, BREAK_IN_LOOP, TORCH, raised_under_fullgraph
+from dynamo_lens.torch_facts import BRANCH, break_in_loop, raised_under_fullgraph, torch_name
 
 RULE = Rule(
     code="DL302",
@@ -89,7 +89,7 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
                 function=body.qualname,
                 message=(
                     f"`{shown}` branches on a tensor's value: the graph breaks here when compiled "
-                    f"({TORCH}: {BRANCH.quoted()}); {BRANCH.advice}" + (BREAK_IN_LOOP if in_loop else "")
+                    f"({torch_name()}: {BRANCH.quoted()}); {BRANCH.advice}" + (break_in_loop() if in_loop else "")
                 ),
                 severity=RULE.default_severity,
                 data=(

@@ -82,7 +82,7 @@ from dynamo_lens.static.semantic.usage import (
     usage,
 )
 from dynamo_lens.static.summary import CallSite
-from dynamo_lens.torch_facts import MODULE_HOOK_REGISTRATIONS, TORCH
+from dynamo_lens.torch_facts import MODULE_HOOK_REGISTRATIONS, torch_name
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -133,7 +133,7 @@ class SkippedHooks(UsageCandidate):
 
 def _skipped(found: UsageCandidate, registers: str, ran: str, hooks: str) -> SkippedHooks:
     message = (
-        f"{registers} after compiled `{ran}` already ran: {TORCH} does not guard hook dicts that were "
+        f"{registers} after compiled `{ran}` already ran: {torch_name()} does not guard hook dicts that were "
         f"empty when it compiled (`skip_nnmodule_hook_guards`), so the compiled code never calls {hooks}: no "
         "recompile, no error, and results silently differ from eager"
     )
@@ -256,7 +256,7 @@ def judge(candidate: UsageCandidate, index: WorkspaceIndex) -> Iterator[Finding]
         if guarded is not None:
             message = (
                 f"{candidate.registers} after compiled `{candidate.ran}` already ran, and the project sets "
-                f"`skip_nnmodule_hook_guards = False`: {TORCH} guards the modules' hook dicts, so the next call "
+                f"`skip_nnmodule_hook_guards = False`: {torch_name()} guards the modules' hook dicts, so the next call "
                 "recompiles (one more entry) and runs the hooks"
             )
             related = (*candidate.related, settings.set_here(guarded))

@@ -59,6 +59,7 @@ from dynamo_lens.static.semantic.evaluate import Container, External, Instance
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.usage import call_named, usage
 from dynamo_lens.static.summary import Candidate, CompileSite
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL402",
@@ -112,8 +113,8 @@ def judge(candidate: GlobalHook, index: WorkspaceIndex) -> Iterator[Finding]:
     if candidate.ran_before is not None and candidate.earlier is not None:
         message = (
             f"`{candidate.function}` installs a hook on every module after compiled code already ran: module calls "
-            "that torch 2.13 traced into that graph never reach the hook (measured: 0 firings where eager fires on "
-            "every call), so it silently sees less than in eager"
+            f"that {torch_name()} traced into that graph never reach the hook (measured: 0 firings where eager fires "
+            "on every call), so it silently sees less than in eager"
         )
         related = (Related(candidate.earlier, "compiled code ran here first"),)
         yield index.finding(RULE, candidate.span, message, (candidate.ran_before,), related=related)
@@ -128,7 +129,7 @@ def judge(candidate: GlobalHook, index: WorkspaceIndex) -> Iterator[Finding]:
     here = [site for site in wrapped if site.span.path == candidate.span.path]
     message = (
         f"`{candidate.function}` installs a hook on every module, and this workspace wraps modules with "
-        "`torch.compile(module)`: torch 2.13 fires global hooks differently for compiled calls (also for the "
+        f"`torch.compile(module)`: {torch_name()} fires global hooks differently for compiled calls (also for the "
         "`OptimizedModule` wrapper, which torch itself warns about, and not for calls traced into the graph; "
         "measured: 6 or 24 firings where eager fires 18), so a hook that counts or changes outputs sees other results"
     )

@@ -48,6 +48,7 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Severity
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic.usage import UsageCandidate, after_compiled_run, judge_usage, reach_of, usage
+from dynamo_lens.torch_facts import torch_name
 
 RULE = Rule(
     code="DL403",
@@ -78,8 +79,8 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
                 continue
             name = earlier.handle.name
             message = (
-                f"`{ctx.source(target, 40)}` is replaced after compiled `{name}` already ran: torch 2.13 sees the new "
-                "`forward` in the instance `__dict__` and compiles it on the next call (one compile per new "
+                f"`{ctx.source(target, 40)}` is replaced after compiled `{name}` already ran: {torch_name()} sees the "
+                "new `forward` in the instance `__dict__` and compiles it on the next call (one compile per new "
                 "function; results stay right), but the compiled module no longer runs the code its class shows"
             )
             yield after_compiled_run(ctx, RULE, target, message, reach, earlier)

@@ -19,16 +19,17 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from dynamo_lens.lsp.convert import SOURCE, LinesOf, facts_from_data, fixes_from_data, to_workspace_edit
-from dynamo_lens.lsp.interpreter import TorchVersion, in_range, selected_torch
+from dynamo_lens.lsp.interpreter import in_range, selected_torch
 from dynamo_lens.lsp.positions import from_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.model import Edit, Fix, Span
+from dynamo_lens.torch_facts import PINNED, Release, TorchTarget
 
 if TYPE_CHECKING:
     from dynamo_lens.static.summary import ClassSummary, FileSummary
 
 MARK_DYNAMIC_CODES = frozenset({"DL101"})
-MODULES_DYNAMIC_SINCE: TorchVersion = (2, 5)
+MODULES_DYNAMIC_SINCE = Release(2, 5)
 UNSPEC_INT_FLAG = "allow_unspec_int_on_nn_module"
 _SUPPRESSION = re.compile(r"#\s*dynamo-lens:\s*ignore\b(?P<codes>\[[^\]]*\])?")
 
@@ -56,7 +57,7 @@ def actions_for(
     path: str,
     lines: Sequence[str],
     summary: FileSummary | None,
-    torch: TorchVersion,
+    torch: TorchTarget,
     lines_of: LinesOf,
 ) -> list[types.CodeAction]:
     """The quick fixes for one diagnostic: "Mark module dynamic" first, then the finding's fixes, then suppression."""
@@ -78,7 +79,7 @@ def actions_for(
     ]
 
 
-def applicable(fixes: Sequence[Fix], torch: TorchVersion) -> list[Fix]:
+def applicable(fixes: Sequence[Fix], torch: TorchTarget) -> list[Fix]:
     return [fix for fix in fixes if in_range(torch, fix.min_torch, fix.max_torch)]
 
 
@@ -88,14 +89,15 @@ def mark_module_dynamic(
     summary: FileSummary,
     facts: Mapping[str, Any],
     fixes: list[Fix],
-    torch: TorchVersion,
+    torch: TorchTarget,
 ) -> list[Fix]:
     """``fixes`` with the version-aware "Mark module dynamic" put first (taking over the fix it retitles)."""
     name = str(facts.get("class", ""))
     cls = next((c for c in summary.classes if c.qualname == name), None)
     short = name.rpartition(".")[2] or "the module"
-    version = f"{torch[0]}.{torch[1]}"
-    if torch < MODULES_DYNAMIC_SINCE:
+    release = torch.release or PINNED
+    version = str(release)
+    if release < MODULES_DYNAMIC_SINCE:
         forced = _force_dynamic(path, lines, cls, short, version) if cls is not None else None
         return [forced, *fixes] if forced is not None else fixes
     flag = next((f for f in fixes if any(UNSPEC_INT_FLAG in e.new_text for e in f.edits)), None)

@@ -17,6 +17,7 @@ from dynamo_lens.lsp.compiled import Place, body_end, observed, place_at, places
 from dynamo_lens.lsp.positions import from_lsp_position, to_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.model import Finding
+from dynamo_lens.torch_facts import torch_name
 
 if TYPE_CHECKING:
     from dynamo_lens.runtime.report import RunReport
@@ -119,7 +120,7 @@ def render_predicted(place: Place, findings: Sequence[Finding]) -> str:
     head = f"**Dynamo Lens** · `{place.name}` · no run yet"
     if not findings:
         return f"{head}\n\nNo guard hazards predicted. Run it with Dynamo Lens to see the real guards."
-    body = ["#### Predicted guards (static analysis, torch 2.13 behaviour)"]
+    body = [f"#### Predicted guards (static analysis, {torch_name()} behaviour)"]
     for finding in findings:
         body.append(f"- *predicted* · line {finding.span.line} · **{finding.code}**: {predicted_guard(finding)}")
     body.append("\n_Predicted from the source; run with Dynamo Lens to see what Dynamo really guards._")

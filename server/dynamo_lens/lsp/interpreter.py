@@ -1,8 +1,9 @@
-"""The Python interpreter that runs the user's code, and the torch version installed there (asked once, cached).
+"""The Python interpreter that runs the user's code, and the torch installed there (asked once, cached).
 
-The version decides which quick fixes apply (``Fix.min_torch``/``max_torch``; "Mark module dynamic" differs before
-and after torch 2.5). It is read in a subprocess (``runtime.runner.torch_version``, which never imports torch) off the
-event loop; until it is known, or when torch is absent, fixes assume the release the messages describe.
+That torch decides what the analysis describes (messages, hovers: ``torch_facts.use``) and which quick fixes apply
+(``Fix.min_torch``/``max_torch``; "Mark module dynamic" differs before and after torch 2.5). It is read in a
+subprocess (``runtime.runner.torch_of``, which never imports torch) off the event loop; until it is known, or when
+the workspace is not trusted, the analysis describes the torch installed beside the server.
 """
 
 from __future__ import annotations
@@ -11,44 +12,28 @@ import asyncio
 import sys
 
 from dynamo_lens.lsp.server import DynamoLensServer
-from dynamo_lens.torch_facts import TORCH_VERSION_ASSUMED
-
-TorchVersion = tuple[int, int]
+from dynamo_lens.torch_facts import PINNED, Release, TorchTarget, installed_target
 
 
 def interpreter(server: DynamoLensServer) -> str:
     return server.settings.interpreter or sys.executable
 
 
-def parse_version(text: str | None) -> TorchVersion | None:
-    """``"2.13.0+cpu"`` → ``(2, 13)``; None for anything unreadable."""
-    if not text:
-        return None
-    parts = text.split("+")[0].split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        return None
-
-
-ASSUMED = parse_version(TORCH_VERSION_ASSUMED) or (2, 13)
-
-
-async def selected_torch(server: DynamoLensServer) -> TorchVersion:
-    """The selected interpreter's torch version (the assumed release when unknown). An untrusted workspace may have
-    chosen the interpreter itself, so there nothing is executed and the assumed release is used."""
+async def selected_torch(server: DynamoLensServer) -> TorchTarget:
+    """The selected interpreter's torch. An untrusted workspace may have chosen the interpreter itself, so there
+    nothing is executed and the torch beside the server stands in."""
     if not server.settings.trusted:
-        return ASSUMED
-    from dynamo_lens.runtime.runner import torch_version
+        return installed_target()
+    from dynamo_lens.runtime.runner import torch_of
 
-    python = interpreter(server)
     loop = asyncio.get_running_loop()
-    found = await loop.run_in_executor(server.thread_pool, torch_version, python)
-    return parse_version(found) or ASSUMED
+    return await loop.run_in_executor(server.thread_pool, torch_of, interpreter(server))
 
 
-def in_range(version: TorchVersion, minimum: str | None, maximum: str | None) -> bool:
-    """Whether ``version`` lies within ``[minimum, maximum]`` (major.minor, both inclusive, None unbounded)."""
-    low = parse_version(minimum)
-    high = parse_version(maximum)
-    return (low is None or version >= low) and (high is None or version <= high)
+def in_range(torch: TorchTarget, minimum: str | None, maximum: str | None) -> bool:
+    """Whether ``torch``'s release lies within ``[minimum, maximum]`` (major.minor, both inclusive, None unbounded);
+    an unknown release counts as the pinned one."""
+    release = torch.release or PINNED
+    low = Release.parse(minimum)
+    high = Release.parse(maximum)
+    return (low is None or release >= low) and (high is None or release <= high)

@@ -1,7 +1,8 @@
 """``initialize``, ``initialized`` and ``workspace/didChangeConfiguration``: settings in, background work started.
 
 Settings come from ``initializationOptions`` first, then from ``workspace/configuration`` (section ``dynamoLens``) once
-the client is ready, and again whenever it says they changed. Each new value re-analyses the open documents.
+the client is ready, and again whenever it says they changed. Each new value re-analyses the open documents; a new
+torch to describe (another interpreter, or the workspace's ``torch-version``) re-scans the workspace too.
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from typing import Any
 
 from lsprotocol import types
 
+from dynamo_lens import torch_facts
 from dynamo_lens.lsp import diagnostics
+from dynamo_lens.lsp.interpreter import selected_torch
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.lsp.settings import SECTION, ServerSettings, parse_settings
+from dynamo_lens.torch_facts import TorchTarget
 
 
 def register(server: DynamoLensServer) -> None:
@@ -28,6 +32,7 @@ def register(server: DynamoLensServer) -> None:
     @server.guarded()
     async def initialized(params: types.InitializedParams) -> None:
         await refresh_configuration(server)
+        await describe_users_torch(server)
         diagnostics.start_workspace_scan(server)
         await diagnostics.watch_python_files(server)
 
@@ -44,6 +49,10 @@ def register(server: DynamoLensServer) -> None:
     async def did_change_configuration(params: types.DidChangeConfigurationParams) -> None:
         if not await refresh_configuration(server):
             apply_settings(server, params.settings)
+        if await describe_users_torch(server):
+            if server.workspace_scan is not None:
+                server.workspace_scan.cancel()
+            diagnostics.start_workspace_scan(server)
         diagnostics.reanalyse_open_documents(server)
 
 
@@ -73,3 +82,15 @@ async def refresh_configuration(server: DynamoLensServer) -> bool:
     if answer and answer[0] is not None:
         apply_settings(server, answer[0])
     return True
+
+
+async def describe_users_torch(server: DynamoLensServer) -> bool:
+    """From now on, describe the torch the user runs: the selected interpreter's, or the release the workspace's
+    ``torch-version`` names. True when that changed what the analysis describes."""
+    target = await selected_torch(server)
+    named = diagnostics.current_rules(server).torch_version
+    if named is not None and named != target.release:
+        target = TorchTarget(named)
+    changed = target != torch_facts.current()
+    torch_facts.use(target)
+    return changed

@@ -35,6 +35,7 @@ from dynamo_lens.runtime.report import (
     load_report,
     write_report,
 )
+from dynamo_lens.torch_facts import Release, TorchTarget
 
 SHIM_PATH = Path(__file__).with_name("shim.py")
 
@@ -431,20 +432,22 @@ class _Pump:
             self._pipe.close()  # type: ignore[attr-defined]
 
 
-def torch_version(python: str) -> str | None:
-    """The torch version installed for ``python`` (e.g. ``"2.13.0+cpu"``), without importing torch; None if absent.
+def torch_of(python: str) -> TorchTarget:
+    """The torch installed for ``python``: its release and directory, read from its package metadata without
+    importing torch (``TorchTarget(None)`` when there is none, or the interpreter cannot tell).
 
     Cached per interpreter path for the life of the process (the language server asks once per interpreter).
     """
-    return _torch_version(python)
+    return _torch_of(python)
 
 
 @functools.cache
-def _torch_version(python: str) -> str | None:
+def _torch_of(python: str) -> TorchTarget:
     probe = (
         "import importlib.metadata as m\n"
-        "try:\n    print(m.version('torch'))\n"
+        "try:\n    d = m.distribution('torch')\n"
         "except m.PackageNotFoundError:\n    pass\n"
+        "else:\n    print(d.version)\n    print(d.locate_file('torch'))\n"
     )
     try:
         done = subprocess.run(
@@ -457,6 +460,8 @@ def _torch_version(python: str) -> str | None:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return None
-    version = done.stdout.strip()
-    return version if done.returncode == 0 and version else None
+        return TorchTarget(None)
+    version, _, torch_dir = done.stdout.strip().partition("\n")
+    if done.returncode != 0:
+        return TorchTarget(None)
+    return TorchTarget(Release.parse(version), torch_dir.strip() or None)

@@ -30,7 +30,7 @@ from dynamo_lens.static.semantic.reach import CONDITIONAL as CONDITIONAL_RUN
 from dynamo_lens.static.semantic.usage import call_site_tensors
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.static.summary import Candidate, CompileSite
-from dynamo_lens.torch_facts import FULLGRAPH_LIFTS, TORCH
+from dynamo_lens.torch_facts import FULLGRAPH_LIFTS, torch_name
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -335,8 +335,8 @@ site's ``dynamic=`` decides the cost (and are not the finding's)."""
 
 
 def guard_message(subject: str, guard: str, cost: str) -> str:
-    """``<what changes>; compiled code that reads it makes Dynamo guard <guard>: <cost> (torch 2.13)``."""
-    return f"{subject}; compiled code that reads it makes Dynamo guard {guard}: {cost} ({TORCH})"
+    """``<what changes>; compiled code that reads it makes Dynamo guard <guard>: <cost> (torch X.Y)``."""
+    return f"{subject}; compiled code that reads it makes Dynamo guard {guard}: {cost} ({torch_name()})"
 
 
 def judge_automatic_dynamic(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:

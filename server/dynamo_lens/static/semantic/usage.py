@@ -21,6 +21,7 @@ from dynamo_lens.static.context import FileContext, NodeAt, Scope, function_qual
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.values import ValueKind, kind_of
 from dynamo_lens.static.summary import AttrInit, Candidate, CompileSite, Ref
+from dynamo_lens.torch_facts import TORCH_NN_METHOD_COMPILE_SINCE, describes_since
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -225,8 +226,9 @@ def _build(ctx: FileContext) -> Usage:
         assert isinstance(at.node, LOOPS)
         table.loops.setdefault(scope_key(at.scope), []).append(at.node)
     originals = _compiled_argument_names(ctx)
+    nn_method_compiles = describes_since(TORCH_NN_METHOD_COMPILE_SINCE)
     for site in ctx.compile_sites:
-        if site.form == "method" and _torch_nn_instance(table, site):
+        if site.form == "method" and _torch_nn_instance(table, site) and not nn_method_compiles:
             continue  # torch 2.13 skips torch.nn frames: `nn.Sequential(...).compile()` compiled 0 graphs
         module = site.form == "method" or local_function(ctx, site) is None
         for name in site.names:

@@ -1,0 +1,13 @@
+from collections.abc import Iterator
+
+import pytest
+from oracle import oracle_torch
+
+from dynamo_lens import torch_facts
+
+
+@pytest.fixture
+def describe_oracle_torch() -> Iterator[None]:
+    """The analyses of an oracle test describe the torch its fixtures run under (``pytestmark`` in its module)."""
+    with torch_facts.targeting(oracle_torch()):
+        yield
