@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import logging
 import sys
 import types
 from pathlib import Path
@@ -308,3 +309,31 @@ def test_before_torch_2_5_recompile_reasons_are_paired_with_the_entries_newest_f
     events = [json.loads(line) for line in (tmp_path / "r.json.events.jsonl").read_text().splitlines()]
     [reasons] = [e for e in events if e["ev"] == "recompile_reasons"]
     assert (reasons["compile_id"], reasons["reasons"]) == ("0/2", ["0/1: steps == 1", "0/0: steps == 0"])
+
+
+def test_a_graph_breaks_log_record_before_2_6_becomes_a_graph_break_event() -> None:
+    """torch 2.4.1 logs `Graph break: from user code at:` with the user's frame in the message and the Unsupported
+    error as the record's exception (captured there); the event reads as the trace's own graph-break text."""
+    emitted: list[tuple[str, dict[str, object]]] = []
+    stream = types.SimpleNamespace(emit=lambda kind, **fields: emitted.append((kind, fields)))
+    current = types.SimpleNamespace(current_compile_id=lambda: "0/0")
+    fake_torch = types.SimpleNamespace(_guards=types.SimpleNamespace(CompileContext=current))
+    collector = types.SimpleNamespace(stream=stream, torch=fake_torch, internal_error=None)
+    handler = shim.GraphBreakLogHandler(collector)  # type: ignore[arg-type]
+    error = Exception("call_function BuiltinVariable(print) [ConstantVariable()] {}")
+    record = logging.LogRecord(
+        "torch._dynamo.symbolic_convert.__graph_breaks",
+        logging.DEBUG,
+        __file__,
+        1,
+        'Graph break: from user code at:\n  File "/tmp/g14/gb.py", line 10, in f\n    print("hi")\n',
+        None,
+        (Exception, error, None),
+    )
+    handler.emit(record)
+    [(kind, fields)] = emitted
+    parsed = shim.parse_graph_break(str(fields["text"]), {})
+    assert (kind, fields["compile_id"]) == ("graph_break", "0/0")
+    assert parsed["at"] == ["/tmp/g14/gb.py", 10, ""]
+    assert parsed["reason"] == "call_function BuiltinVariable(print) [ConstantVariable()] {}"
+    assert parsed["stack"] and parsed["stack"][0][:2] == ["/tmp/g14/gb.py", 10]

@@ -340,6 +340,15 @@ def parse_graph_break(payload: str, gb_types: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _release(version: str | None) -> tuple[int, int]:
+    """``"2.4.1+cu121"`` → ``(2, 4)``; ``(0, 0)`` for anything unreadable."""
+    parts = (version or "").partition("+")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return (0, 0)
+
+
 def load_gb_registry(torch_dir: str | None) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """``torch/_dynamo/graph_break_registry.json`` → (gb_type → GB id, GB id → first registry entry)."""
     if not torch_dir:
@@ -1147,6 +1156,32 @@ class TraceHandler(logging.Handler):
                 stream.emit("graph_break", compile_id=compile_id, text=text[: MAX_REASON_TEXT * 2])
 
 
+class GraphBreakLogHandler(logging.Handler):
+    """A record of torch's ``graph_breaks`` log (before 2.6) → a ``graph_break`` event in the trace's own text form:
+    the first ``File "...", line N, in f`` of the message is the user's line, the record's exception the reason."""
+
+    def __init__(self, collector: Collector) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.collector = collector
+
+    def emit(self, record: logging.LogRecord) -> None:
+        collector = self.collector
+        try:
+            at = re.search(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)', record.getMessage())
+            if at is None:
+                return
+            error = record.exc_info[1] if record.exc_info else None
+            reason = str(error).strip().splitlines()[0] if error is not None and str(error).strip() else "graph break"
+            text = (
+                f"Graph break in user code at {at['file']}:{at['line']}\nGraph Break Reason: {reason}\n"
+                f'User code traceback:\n  File "{at["file"]}", line {at["line"]}, in {at["func"]}\n'
+            )
+            compile_id = collector.torch._guards.CompileContext.current_compile_id()
+            collector.stream.emit("graph_break", compile_id=str(compile_id), text=text[: MAX_REASON_TEXT * 2])
+        except Exception as exc:
+            collector.internal_error("graph break log", exc)
+
+
 class LimitHandler(logging.Handler):
     """Catches ``torch._dynamo hit config.<limit> (<value>)`` warnings from ``convert_frame``."""
 
@@ -1304,6 +1339,8 @@ class Collector:
         self._install("guard_complete_hook", self._install_guard_hook, "call counts (set_guard_complete_hook)")
         self._install("reset_hook", self._install_reset_hook, "reset epochs (torch._dynamo.reset)")
         self._install_reasons_before_2_5()
+        if _release(self.torch_version) < (2, 6):
+            self._install("graph_break_log", self._install_graph_break_log, "graph breaks (the graph_breaks log)")
         if not self.sources_ok.get("bytecode_hook") and self.sources_ok.get("cache_entries"):
             self.sources_ok["cache_entries"] = False
             self.missing.append(
@@ -1402,6 +1439,10 @@ class Collector:
     def _check_cache_entries(self) -> None:
         getter = self.torch._dynamo.eval_frame._debug_get_cache_entry_list
         getter(self._check_cache_entries.__code__)  # raises on a torch whose C API differs
+        entry_type = self.torch._C._dynamo.eval_frame._CacheEntry
+        for needed in ("compile_id", "guard_manager"):  # before 2.5 an entry names neither
+            if not hasattr(entry_type, needed):
+                raise AttributeError(f"a cache entry has no {needed}: its guards come from the trace text")
 
     def _install_guard_export(self) -> None:
         dynamo = self.torch._dynamo
@@ -1483,6 +1524,16 @@ class Collector:
             return reasons
 
         setattr(convert_frame, "get_and_maybe_log_recompilation_reason", reasons_with_ids)  # noqa: B010
+
+    def _install_graph_break_log(self) -> None:
+        """torch before 2.6 puts no graph-break record in its structured trace; its ``graph_breaks`` log artifact
+        names the user's line, with the ``Unsupported`` error as the record's exception. A handler there reports
+        them as newer torch does; the artifact prints nothing more than the user asked for (``TORCH_LOGS``)."""
+        logger = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
+        if not logger.isEnabledFor(logging.DEBUG):  # off: turn it on for our handler only
+            logger.setLevel(logging.DEBUG)
+            logger.propagate = False
+        logger.addHandler(GraphBreakLogHandler(self))
 
     def _install_reset_hook(self) -> None:
         dynamo = self.torch._dynamo
