@@ -10,9 +10,13 @@ the :class:`TorchTarget` the analysis runs for (the user's torch).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import resources
+from typing import Any
 
 RECOMPILE_LIMIT = 8
 """``torch._dynamo.config.recompile_limit`` (alias ``cache_size_limit``): compiles of a frame before it runs eagerly."""
@@ -79,17 +83,20 @@ class Release:
 PINNED = Release(2, 13)
 """The torch the project pins and its tests measure every claim on."""
 NEWEST_MEASURED = Release(2, 14)
-"""The newest release measured (``docs/torch-versions.md``); for a newer one the messages say they describe this."""
-AS_PINNED = (Release(2, 5), PINNED)
-"""The releases, inclusive, that behave as the pinned torch in every claim the messages make (measured: every
-fixture of ``docs/torch-versions.md``). Releases after it up to :data:`NEWEST_MEASURED` differ only where a fact
-below is keyed by release; releases before it differ too much to name them (the messages name this range)."""
+"""The newest release whose claims are checked (``make oracle TORCH=2.14.1``, part of ``make test``): where it differs
+from the pinned one, the fact is keyed by release below. For a newer one the messages say they describe this."""
 GLOBAL_INCREMENT_UNGUARDED_SINCE = Release(2, 14)
 """Measured: a global int that compiled code only reads in its own ``COUNT += 1`` (or ``STEP[0] = STEP[0] + 1``)
 compiled 8 times (limit) on 2.13 and once on 2.14.1; read again after the update it still compiles 8 times on
 2.14.1, with the failing guard blamed on that later read."""
 
 
+UNSPEC_INT_FLAG_SINCE = Release(2, 7)
+"""Measured: ``torch._dynamo.config.allow_unspec_int_on_nn_module`` exists from 2.7.1 on and not on 2.6.0, where
+setting it raises ``AttributeError``. An int counter on a module compiled 4 times on 2.4.1 (then went dynamic;
+``self.torchdynamo_force_dynamic = True`` changed nothing), twice on 2.5.1, 2.6.0 and 2.7.1 with or without the
+setting, and 8 times with the limit on 2.8.0, 2.13 and 2.14.1, twice there with the setting. A tensor buffer
+compiles once on every release."""
 TORCH_NN_METHOD_COMPILE_SINCE = Release(2, 14)
 """Measured: ``nn.Sequential(...).compile()`` compiled nothing on 2.13 (Dynamo skips the frames of ``torch.nn``
 modules) and compiles them on 2.14.1 (through the wrapper ``compile()`` installs: 1 graph, and a second entry under
@@ -109,15 +116,17 @@ class TorchTarget:
     release: Release | None
     torch_dir: str | None = None
 
-    @property
-    def name(self) -> str:
-        """How messages name it: ``torch 2.14`` for a release whose behaviour was measured, else the measured range
-        the claims hold for, which the user can hold against their own."""
-        low, high = AS_PINNED
-        if self.release is None or self.release < low:
-            return f"torch {low} to {high}"
+    def name(self, code: str | None = None) -> str:
+        """How the messages of ``code`` name it: ``torch 2.14`` for a release whose behaviour the claims were
+        measured on (:func:`as_pinned_since` to :data:`NEWEST_MEASURED`), else the releases they hold for."""
+        low = as_pinned_since(code)
+        held = f"torch {low} to {PINNED}" if low < PINNED else f"torch {PINNED}"
+        if self.release is None:
+            return held
+        if self.release < low:
+            return f"{held}, unlike your {self.release}"
         if self.release > NEWEST_MEASURED:
-            return f"torch {self.release} (as measured on {NEWEST_MEASURED})"
+            return f"torch {self.release}, as measured on {NEWEST_MEASURED}"
         return f"torch {self.release}"
 
     def gb_ids(self) -> dict[str, str] | None:
@@ -178,9 +187,38 @@ def targeting(target: TorchTarget) -> Iterator[None]:
         use(before)
 
 
+_checking: contextvars.ContextVar[str | None] = contextvars.ContextVar("checking", default=None)
+"""The finding code whose check is running: its messages name the releases measured for that code."""
+
+
+@contextlib.contextmanager
+def checking(code: str) -> Iterator[None]:
+    """Run the check of ``code`` inside the block (the analysis does, around each check's collect and judge)."""
+    token = _checking.set(code)
+    try:
+        yield
+    finally:
+        _checking.reset(token)
+
+
 def torch_name() -> str:
-    """``torch 2.14``: the torch the messages describe, as they name it."""
-    return current().name
+    """``torch 2.14``: the torch the running check's messages describe, as they name it."""
+    return current().name(_checking.get())
+
+
+@functools.cache
+def _measured() -> dict[str, Any]:
+    """``torch_releases.json``, written by ``benchmarks/torch_versions.py`` from real runs on every release."""
+    text = resources.files("dynamo_lens").joinpath("torch_releases.json").read_text(encoding="utf-8")
+    measured: dict[str, Any] = json.loads(text)
+    return measured
+
+
+def as_pinned_since(code: str | None) -> Release:
+    """The oldest measured release from which every fixture of ``code`` behaves as on the pinned torch (the pinned
+    release for a code, or a message, that is not measured per code)."""
+    found = Release.parse(_measured()["as_pinned_since"].get(code or "", ""))
+    return found if found is not None else PINNED
 
 
 @dataclass(frozen=True, slots=True)

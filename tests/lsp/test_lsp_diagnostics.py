@@ -324,6 +324,6 @@ async def test_messages_describe_the_selected_interpreters_torch(
 
     assert await session.until(lambda: '(torch 2.14: GB9999 "Unsupported Tensor.item() call' in described())
     # the workspace names the release: no registry of it is readable, so no id
-    (workspace / "pyproject.toml").write_text('[tool.dynamo-lens]\ntorch-version = "2.12"\n', encoding="utf-8")
+    (workspace / "pyproject.toml").write_text('[tool.dynamo-lens]\ntorch-version = "2.15"\n', encoding="utf-8")
     session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
-    assert await session.until(lambda: '(torch 2.12: "Unsupported Tensor.item() call' in described())
+    assert await session.until(lambda: '(torch 2.15, as measured on 2.14: "Unsupported Tensor.item()' in described())

@@ -409,11 +409,26 @@ def test_no_readable_registry_means_no_graph_break_id() -> None:
     assert "GB0124" not in found.message and found.data["gb_id"] == ""
 
 
-def test_no_torch_found_names_the_range_the_claim_holds_for() -> None:
+def test_no_torch_found_names_the_releases_the_claim_holds_for() -> None:
     with torch_facts.targeting(torch_facts.TorchTarget(None)):
         [found] = only(analyse(ITEM_IN_FORWARD), "DL301")
-    low, high = torch_facts.AS_PINNED
-    assert f"(torch {low} to {high}: " in found.message
+    low = torch_facts.as_pinned_since("DL301")
+    held = f"torch {low} to 2.13" if low < torch_facts.PINNED else "torch 2.13"
+    assert f"({held}: " in found.message
+
+
+@pytest.mark.parametrize(
+    ("release", "named"),
+    [
+        (torch_facts.Release(2, 14), "torch 2.14"),
+        (torch_facts.Release(2, 15), "torch 2.15, as measured on 2.14"),
+        (torch_facts.Release(2, 3), "unlike your 2.3"),
+    ],
+)
+def test_the_release_is_named_where_the_claims_were_measured(release: torch_facts.Release, named: str) -> None:
+    with torch_facts.targeting(torch_facts.TorchTarget(release)):
+        [found] = only(analyse(ITEM_IN_FORWARD), "DL301")
+    assert named in found.message
 
 
 @pytest.mark.parametrize(

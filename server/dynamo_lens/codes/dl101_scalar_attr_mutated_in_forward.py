@@ -86,8 +86,10 @@ Converting the counter to a buffer (offered when `__init__` sets an int literal 
 unsafe: code that uses the attribute as a Python `int` (indexing, `range`, string formatting, comparisons feeding
 Python control flow) now sees a tensor. Setting `allow_unspec_int_on_nn_module` (measured on 2.13: two compiles
 instead of eight plus the limit) keeps results but changes what Dynamo specialises for every module, so it is not
-applied in bulk either; it is offered for torch ≥ 2.5, where modules are traced unspecialised (not verified on
-older releases).
+applied in bulk either; it is offered for torch ≥ 2.7, which has the setting (measured: 2.6.0 raises
+`AttributeError` on it). The buffer compiled once on 2.4.1, 2.5.1 and 2.13; `self.torchdynamo_force_dynamic = True`,
+the pre-2.5 way to unspecialise a module, changed nothing for a counter on 2.4.1 (4 compiles either way), so it is not
+offered.
 
 ## References
 - PyTorch, "Dealing with recompilations": https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html
@@ -114,7 +116,7 @@ from dynamo_lens.static.semantic.state_flow import (
 )
 from dynamo_lens.static.semantic.values import SCALAR_KINDS
 from dynamo_lens.static.summary import AttrKind, CompileSite
-from dynamo_lens.torch_facts import torch_name
+from dynamo_lens.torch_facts import UNSPEC_INT_FLAG_SINCE, torch_name
 
 RULE = Rule(
     code="DL101",
@@ -311,7 +313,14 @@ def _fixes(index: WorkspaceIndex, attr: AttrFlow, kind: AttrKind, changes: list[
                 method = _IN_PLACE[access.event.detail]
                 edits.append(Edit(statement, f"self.{attr.attr}.{method}({access.event.text})"))
         fixes.append(Fix(RULE.fix_title or "Keep the counter in a tensor buffer", tuple(edits), safe=False))
-    fixes.append(Fix("Let Dynamo treat int module attributes as dynamic", (insert,), safe=False, min_torch="2.5"))
+    fixes.append(
+        Fix(
+            "Let Dynamo treat int module attributes as dynamic",
+            (insert,),
+            safe=False,
+            min_torch=str(UNSPEC_INT_FLAG_SINCE),  # older torch raises on the unknown setting
+        )
+    )
     return tuple(fixes)
 
 

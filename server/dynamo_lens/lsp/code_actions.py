@@ -1,10 +1,10 @@
 """``textDocument/codeAction``: quick fixes for Dynamo Lens diagnostics, as workspace edits.
 
-* **Mark module dynamic** first, on a module attribute Dynamo specialises on (DL101), because users ask for it by
-  that name. It is version-aware. Torch before 2.5 still specialised ``nn.Module`` instances: the fix sets
-  ``self.torchdynamo_force_dynamic = True`` in ``__init__``. From 2.5 every module is already dynamic
-  (``inline_inbuilt_nn_modules``): the action applies what is left for an int attribute,
-  ``torch._dynamo.config.allow_unspec_int_on_nn_module = True`` (the finding's own fix, retitled to say so).
+* **Mark module dynamic** first, on an int module attribute Dynamo specialises on (DL101), because users ask for
+  it by that name: ``torch._dynamo.config.allow_unspec_int_on_nn_module = True`` (the finding's own fix, retitled
+  to say so), offered only on a torch that has the setting (``torch_facts.UNSPEC_INT_FLAG_SINCE``; setting it
+  on an older one raises). Older releases get no setting to flip: ``self.torchdynamo_force_dynamic = True``
+  changed nothing for a counter on 2.4.1 (measured), and the tensor buffer works everywhere.
 * The finding's other fixes, read back from ``Diagnostic.data`` (never recomputed), offered only where they work on
   the selected interpreter's torch (``Fix.min_torch``/``max_torch``).
 * A suppression comment ``# dynamo-lens: ignore[CODE]`` (merged into an existing one on that line).
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 
@@ -23,13 +23,9 @@ from dynamo_lens.lsp.interpreter import in_range, selected_torch
 from dynamo_lens.lsp.positions import from_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.model import Edit, Fix, Span
-from dynamo_lens.torch_facts import PINNED, Release, TorchTarget
-
-if TYPE_CHECKING:
-    from dynamo_lens.static.summary import ClassSummary, FileSummary
+from dynamo_lens.torch_facts import PINNED, TorchTarget
 
 MARK_DYNAMIC_CODES = frozenset({"DL101"})
-MODULES_DYNAMIC_SINCE = Release(2, 5)
 UNSPEC_INT_FLAG = "allow_unspec_int_on_nn_module"
 _SUPPRESSION = re.compile(r"#\s*dynamo-lens:\s*ignore\b(?P<codes>\[[^\]]*\])?")
 
@@ -48,23 +44,21 @@ def register(server: DynamoLensServer) -> None:
         if not ours:
             return []
         torch = await selected_torch(server)
-        summary = server.analysis.summary(path)
-        return [action for d in ours for action in actions_for(d, path, lines, summary, torch, server.lines_of)]
+        return [action for d in ours for action in actions_for(d, path, lines, torch, server.lines_of)]
 
 
 def actions_for(
     diagnostic: types.Diagnostic,
     path: str,
     lines: Sequence[str],
-    summary: FileSummary | None,
     torch: TorchTarget,
     lines_of: LinesOf,
 ) -> list[types.CodeAction]:
     """The quick fixes for one diagnostic: "Mark module dynamic" first, then the finding's fixes, then suppression."""
     line, _column = from_lsp_position(lines, diagnostic.range.start)
     fixes = applicable(fixes_from_data(diagnostic.data), torch)
-    if diagnostic.code in MARK_DYNAMIC_CODES and summary is not None:
-        fixes = mark_module_dynamic(path, lines, summary, facts_from_data(diagnostic.data), fixes, torch)
+    if diagnostic.code in MARK_DYNAMIC_CODES:
+        fixes = mark_module_dynamic(facts_from_data(diagnostic.data), fixes, torch)
     suppress = suppression(path, lines, line, str(diagnostic.code))
     fixes += [suppress] if suppress is not None else []
     return [
@@ -83,23 +77,10 @@ def applicable(fixes: Sequence[Fix], torch: TorchTarget) -> list[Fix]:
     return [fix for fix in fixes if in_range(torch, fix.min_torch, fix.max_torch)]
 
 
-def mark_module_dynamic(
-    path: str,
-    lines: Sequence[str],
-    summary: FileSummary,
-    facts: Mapping[str, Any],
-    fixes: list[Fix],
-    torch: TorchTarget,
-) -> list[Fix]:
-    """``fixes`` with the version-aware "Mark module dynamic" put first (taking over the fix it retitles)."""
-    name = str(facts.get("class", ""))
-    cls = next((c for c in summary.classes if c.qualname == name), None)
-    short = name.rpartition(".")[2] or "the module"
-    release = torch.release or PINNED
-    version = str(release)
-    if release < MODULES_DYNAMIC_SINCE:
-        forced = _force_dynamic(path, lines, cls, short, version) if cls is not None else None
-        return [forced, *fixes] if forced is not None else fixes
+def mark_module_dynamic(facts: Mapping[str, Any], fixes: list[Fix], torch: TorchTarget) -> list[Fix]:
+    """``fixes`` with "Mark module dynamic" put first (taking over the fix it retitles)."""
+    short = str(facts.get("class", "")).rpartition(".")[2] or "the module"
+    version = str(torch.release or PINNED)
     flag = next((f for f in fixes if any(UNSPEC_INT_FLAG in e.new_text for e in f.edits)), None)
     if flag is None or facts.get("kind") != "int":
         return fixes
@@ -108,23 +89,6 @@ def mark_module_dynamic(
     )
     marked = Fix(title=title, edits=flag.edits, safe=flag.safe, min_torch=flag.min_torch, max_torch=flag.max_torch)
     return [marked, *(f for f in fixes if f is not flag)]
-
-
-def _force_dynamic(path: str, lines: Sequence[str], cls: ClassSummary, name: str, version: str) -> Fix | None:
-    """``self.torchdynamo_force_dynamic = True`` after the first attribute set in ``__init__``."""
-    init = cls.method("__init__")
-    if cls.init_attrs:
-        after = cls.init_attrs[0].statement
-        indent = _indent(_line(lines, after.line))
-        at = after.end_line + 1
-    elif init is not None:
-        indent = _indent(_line(lines, init.span.line)) + "    "
-        at = init.span.line + 1
-    else:
-        return None
-    edit = Edit(Span(path, at, 1, at, 1), f"{indent}self.torchdynamo_force_dynamic = True\n")
-    title = f"Mark module dynamic: set `self.torchdynamo_force_dynamic = True` in `{name}.__init__` (torch {version})"
-    return Fix(title=title, edits=(edit,), safe=False, max_torch="2.4")
 
 
 def suppression(path: str, lines: Sequence[str], line: int, code: str) -> Fix | None:

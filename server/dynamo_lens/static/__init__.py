@@ -18,12 +18,13 @@ import gc
 import logging
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from dynamo_lens.codes import all_checks, checks_by_code
+from dynamo_lens import torch_facts
+from dynamo_lens.codes import Check, all_checks, checks_by_code
 from dynamo_lens.model import Finding
 from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.positions import LineIndex, split_lines
@@ -109,7 +110,8 @@ def summarize_walked(ctx: FileContext, walker: Walker, error: str | None = None)
             if check.collect is None:
                 continue
             try:
-                candidates.extend(check.collect(ctx))
+                with torch_facts.checking(check.code):
+                    candidates.extend(check.collect(ctx))
             except RecursionError:
                 raise
             except Exception:  # a bug in one check must not cost the user every other finding
@@ -201,21 +203,8 @@ def _link(summaries: Sequence[FileSummary], index: WorkspaceIndex) -> list[Findi
     checks = checks_by_code()
     for check in checks.values():
         try:
-            produced: list[Finding] = []
-            judge = check.judge
-            if judge is not None:
-                for path, candidates in by_code.get(check.code, {}).items():
-                    fresh = candidates
-                    if check.judged_locally:
-                        reads = check.reads_workspace
-                        fresh = [c for c in candidates if reads is not None and reads(c, index)]
-                        judged_fresh = {id(c) for c in fresh}
-                        local = [c for c in candidates if id(c) not in judged_fresh]
-                        key = ("judged", check.code, path, index.sites_version)
-                        produced.extend(index.carried(key, path, partial(_judge_all, judge, local, index)))
-                    produced.extend(_judge_all(judge, fresh, index))
-            if check.judge_workspace is not None:
-                produced.extend(check.judge_workspace(index))
+            with torch_facts.checking(check.code):
+                produced = _produce(check, by_code.get(check.code, {}), index)
         except Exception:  # one broken check must not hide the others
             _log.exception("check %s failed while linking", check.code)
             continue
@@ -223,3 +212,23 @@ def _link(summaries: Sequence[FileSummary], index: WorkspaceIndex) -> list[Findi
             s = finding.span
             findings.setdefault((finding.code, s.path, s.line, s.column, s.end_line, s.end_column), finding)
     return sorted(findings.values(), key=Finding.sort_key)
+
+
+def _produce(check: Check, by_path: Mapping[str, list[Candidate]], index: WorkspaceIndex) -> list[Finding]:
+    """One check's findings over the whole workspace: its candidates judged, then its workspace judge."""
+    produced: list[Finding] = []
+    judge = check.judge
+    if judge is not None:
+        for path, candidates in by_path.items():
+            fresh = candidates
+            if check.judged_locally:
+                reads = check.reads_workspace
+                fresh = [c for c in candidates if reads is not None and reads(c, index)]
+                judged_fresh = {id(c) for c in fresh}
+                local = [c for c in candidates if id(c) not in judged_fresh]
+                key = ("judged", check.code, path, index.sites_version)
+                produced.extend(index.carried(key, path, partial(_judge_all, judge, local, index)))
+            produced.extend(_judge_all(judge, fresh, index))
+    if check.judge_workspace is not None:
+        produced.extend(check.judge_workspace(index))
+    return produced
