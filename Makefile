@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest clean extension test-extension demo-editor oracle
+.PHONY: demo test lint typecheck pytest clean extension test-extension demo-editor oracle oracle-newest
 
 $(STAMP): pyproject.toml
 	@echo "make: installing torch 2.13.0 (CPU) and the dev tools into $(VENV); a few minutes the first time"
@@ -28,14 +28,14 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest
 
-test: lint typecheck pytest test-extension
+test: lint typecheck pytest test-extension oracle-newest
 
 # The oracle tests (fixtures under real torch.compile, compared with what the findings claim) against another torch:
 # `make oracle TORCH=2.14.1`. Its environment is made once under ~/.cache/dynamo-lens/envs/ (pinned: the Linux wheels
 # are CUDA builds of about 5 GB with their dependencies).
 TORCH ?= 2.13.0
 ORACLE_ENV := $(HOME)/.cache/dynamo-lens/envs/torch-$(TORCH)
-ORACLE_TESTS := tests/static/test_dl10x_torch.py tests/static/test_torch_agreement.py \
+ORACLE_TESTS := tests/static/test_dl10x_torch.py tests/static/test_torch_agreement.py tests/runtime/test_run_matrix.py \
 	tests/static/test_torch_agreement_usage.py tests/static/test_usage_fixes.py
 
 $(ORACLE_ENV)/.installed:
@@ -46,6 +46,11 @@ $(ORACLE_ENV)/.installed:
 
 oracle: $(STAMP) $(ORACLE_ENV)/.installed
 	DYNAMO_LENS_ORACLE_PYTHON=$(ORACLE_ENV)/bin/python $(BIN)/pytest -m slow -q $(ORACLE_TESTS)
+
+# `make test` runs the oracle on the newest torch the registry serves too (the pinned one runs in `pytest`).
+NEWEST_TORCH := 2.14.1
+oracle-newest:
+	$(MAKE) oracle TORCH=$(NEWEST_TORCH)
 
 # The VS Code extension (extension/, package.json): npm packages, then the .vsix with the bundled server, built
 # again only when something it is made from changed (`make test` right after `make demo` reuses it).
