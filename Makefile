@@ -35,9 +35,6 @@ test: lint typecheck pytest test-extension oracle-newest
 # are CUDA builds of about 5 GB with their dependencies).
 TORCH ?= 2.13.0
 ORACLE_ENV := $(HOME)/.cache/dynamo-lens/envs/torch-$(TORCH)
-ORACLE_TESTS := tests/static/test_dl10x_torch.py tests/static/test_torch_agreement.py tests/runtime/test_run_matrix.py \
-	tests/static/test_torch_agreement_usage.py tests/static/test_usage_fixes.py
-
 $(ORACLE_ENV)/.installed:
 	@echo "make: installing torch $(TORCH) into $(ORACLE_ENV); a minute or two the first time"
 	$(PYTHON) -m venv $(ORACLE_ENV)
@@ -45,7 +42,7 @@ $(ORACLE_ENV)/.installed:
 	touch $@
 
 oracle: $(STAMP) $(ORACLE_ENV)/.installed
-	DYNAMO_LENS_ORACLE_PYTHON=$(ORACLE_ENV)/bin/python $(BIN)/pytest -m slow -q $(ORACLE_TESTS)
+	DYNAMO_LENS_ORACLE_PYTHON=$(ORACLE_ENV)/bin/python $(BIN)/pytest -m 'oracle and slow' -q tests/static tests/runtime
 
 # `make test` runs the oracle on the newest torch the registry serves too (the pinned one runs in `pytest`).
 NEWEST_TORCH := 2.14.1

@@ -11,16 +11,20 @@ the exception the script ended with. A row is marked where a version behaves dif
 (graph-break ids are left out of that comparison: releases renumber them). Prints, per version, how many fixtures
 behave as on the pinned torch.
 
-It also writes ``server/dynamo_lens/torch_releases.json``, which the messages read: the releases measured and, per
-finding code, the oldest release from which every fixture of that code behaves as on the pinned torch (checked on
-each measured release up to the pinned one). Older than that, a message names the releases its claims hold for
-instead of the user's.
+Then the oracle tests (``pytest -m "oracle and slow"``: every claim a finding makes, compared with what that
+interpreter's torch does, the facts keyed by release included) run with each interpreter as the oracle, and a table
+gives, per finding code and release, how many of the code's oracle tests pass. It also writes
+``server/dynamo_lens/torch_releases.json``, which the messages read: the releases measured and, per code, the oldest
+release from which every measured release up to the newest passes all of the code's oracle tests. Below it, and
+without torch, a message names the releases its claims hold for instead of the user's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import subprocess
 import sys
 import time
@@ -38,6 +42,19 @@ OUTPUT = ROOT / "docs" / "torch-versions.md"
 RELEASES = ROOT / "server" / "dynamo_lens" / "torch_releases.json"
 RUNNABLE = 'backend="eager"'
 PROBE_TIMEOUT_S = 1800
+ORACLE = (
+    "-m",
+    "pytest",
+    "-m",
+    "oracle and slow",
+    "-q",
+    "-rA",
+    "-p",
+    "no:cacheprovider",
+    "tests/static",
+    "tests/runtime",
+)
+ORACLE_OUTCOME = re.compile(r"^(?P<outcome>PASSED|FAILED|ERROR) \S+\[(?P<code>DL\d{3})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +117,7 @@ def probe(python: Path, fixtures: Sequence[Path]) -> dict[str, Outcome]:
     )
     if done.returncode != 0:
         raise SystemExit(f"{python}: the probe failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    # torch's C++ side may write to the real stdout (gloo announces its ranks): the report starts at a line "{"
-    report = done.stdout[done.stdout.index("\n{\n") + 1 :] if not done.stdout.startswith("{") else done.stdout
-    results: dict[str, Any] = json.loads(report)
+    results: dict[str, Any] = json.loads(done.stdout)
     return {Path(path).name: Outcome.from_probe(path, result) for path, result in results.items()}
 
 
@@ -121,20 +136,36 @@ def release_text(version: str) -> str:
     return ".".join(version.partition("+")[0].split(".")[:2])
 
 
-def as_pinned_since(versions: Sequence[str], pinned: str, table: Mapping[str, Mapping[str, Outcome]]) -> dict[str, str]:
-    """Per code: the oldest measured release from which every release up to the pinned one behaves as the pinned
-    torch on all of that code's fixtures."""
-    older = [v for v in versions if release_key(v) < release_key(pinned)]
-    codes = sorted({name[:5] for name in table[pinned]})
+def oracle(python: Path) -> dict[str, tuple[int, int]]:
+    """Per code: (oracle tests passed, oracle tests run) with ``python``'s torch as the oracle."""
+    env = {**os.environ, "DYNAMO_LENS_ORACLE_PYTHON": str(python)}
+    done = subprocess.run(
+        [sys.executable, *ORACLE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S
+    )
+    counts: dict[str, tuple[int, int]] = {}
+    for line in done.stdout.splitlines():
+        found = ORACLE_OUTCOME.match(line)
+        if found:
+            passed, run = counts.get(found["code"], (0, 0))
+            counts[found["code"]] = (passed + (found["outcome"] == "PASSED"), run + 1)
+    if not counts:
+        raise SystemExit(f"{python}: the oracle tests did not run ({done.returncode}):\n{done.stdout[-2000:]}")
+    return counts
+
+
+def claims_hold_since(versions: Sequence[str], results: Mapping[str, Mapping[str, tuple[int, int]]]) -> dict[str, str]:
+    """Per code: the oldest measured release from which every measured release up to the newest passes all of the
+    code's oracle tests (left out when not even the newest does)."""
     since = {}
-    for code in codes:
-        names = [n for n in table[pinned] if n.startswith(code)]
-        first = release_text(pinned)
-        for version in reversed(older):
-            if any(table[version][n].behaviour() != table[pinned][n].behaviour() for n in names):
+    for code in sorted({code for counts in results.values() for code in counts}):
+        first = None
+        for version in reversed(versions):
+            passed, run = results[version].get(code, (0, 0))
+            if passed != run:
                 break
             first = release_text(version)
-        since[code] = first
+        if first is not None:
+            since[code] = first
     return since
 
 
@@ -142,6 +173,7 @@ def render(
     versions: Sequence[str],
     pinned: str,
     table: Mapping[str, Mapping[str, Outcome]],
+    results: Mapping[str, Mapping[str, tuple[int, int]]],
     since: Mapping[str, str],
     date: str,
 ) -> str:
@@ -155,7 +187,7 @@ def render(
         "`tests/static/torch_probe.py` in one environment per torch release. A cell gives the compiles of the",
         "fixture's own frames, `limit` when a recompile limit was hit, the lines where the graph broke (with the",
         "graph-break id where the release ships a registry, 2.8 and later) and the exception the script ended with.",
-        f"The pinned torch is {pinned}; `torch_facts.py` keys its claims by release on these rows.",
+        f"The pinned torch is {pinned}.",
         "",
         "## Agreement with the pinned torch",
         "",
@@ -167,16 +199,19 @@ def render(
         lines.append(f"| {version} | {same} of {len(names)} |")
     lines += [
         "",
-        "## Per code: from which release the messages hold",
+        "## Per code: on which releases the claims hold",
         "",
-        "Every fixture of the code behaves as on the pinned torch from this release up to the pinned one (and on",
-        "2.14, where `make oracle TORCH=2.14.1` checks every claim, the differences being keyed by release in",
-        "`torch_facts.py`). A user on an older release reads messages that name this range instead of their torch.",
+        'How many of each code\'s oracle tests (`pytest -m "oracle and slow"`: every claim a finding makes, compared',
+        "with what that release's torch does, facts keyed by release included) pass on each release, and the oldest",
+        "release from which they all pass on every release measured up to the newest: messages name the user's",
+        "release from there on, and the range below it.",
         "",
-        "| code | as on " + release_text(pinned) + " since |",
-        "|---|---|",
+        "| code | " + " | ".join(versions) + " | claims hold since |",
+        "|---|" + "---|" * (len(versions) + 1),
     ]
-    lines += [f"| {code} | {first} |" for code, first in sorted(since.items())]
+    for code in sorted({c for counts in results.values() for c in counts}):
+        cells = ["{}/{}".format(*results[v].get(code, (0, 0))) for v in versions]
+        lines.append(f"| {code} | " + " | ".join(cells) + f" | {since.get(code, 'none')} |")
     header = "| fixture | " + " | ".join(versions) + " |"
     rule = "|---|" + "---|" * len(versions)
     lines += ["", f"## The {len(differing)} fixtures that behave differently", "", header, rule]
@@ -197,19 +232,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("no interpreter with torch: run `make` first, or pass --python")
     fixtures = runnable_fixtures()
     table: dict[str, dict[str, Outcome]] = {}
+    results: dict[str, dict[str, tuple[int, int]]] = {}
     for python in pythons:
         version = torch_version(python)
         started = time.monotonic()
         table[version] = probe(python, fixtures)
-        print(f"torch {version}: {len(fixtures)} fixtures in {time.monotonic() - started:.0f} s", file=sys.stderr)
+        results[version] = oracle(python)
+        print(f"torch {version}: fixtures and oracle in {time.monotonic() - started:.0f} s", file=sys.stderr)
     versions = sorted(table, key=release_key)
     pinned = torch_version(pythons[0])
-    since = as_pinned_since(versions, pinned, table)
-    args.output.write_text(render(versions, pinned, table, since, time.strftime("%Y-%m-%d")), encoding="utf-8")
+    since = claims_hold_since(versions, results)
+    report = render(versions, pinned, table, results, since, time.strftime("%Y-%m-%d"))
+    args.output.write_text(report, encoding="utf-8")
     releases = {
         "pinned": release_text(pinned),
         "measured": [release_text(v) for v in versions],
-        "as_pinned_since": since,
+        "claims_hold_since": since,
     }
     RELEASES.write_text(json.dumps(releases, indent=1) + "\n", encoding="utf-8")
     for version in versions:

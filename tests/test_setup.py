@@ -87,7 +87,12 @@ def test_the_oracle_of_another_torch_pins_it_and_runs_the_probes_there(built: Pa
     assert (
         f"{env}/bin/python -m pip install --disable-pip-version-check --progress-bar on torch==2.14.1 numpy" in commands
     )
-    assert f"DYNAMO_LENS_ORACLE_PYTHON={env}/bin/python .venv/bin/pytest -m slow -q" in commands
+    assert f"DYNAMO_LENS_ORACLE_PYTHON={env}/bin/python .venv/bin/pytest -m 'oracle and slow' -q" in commands
+
+
+def test_make_test_runs_the_oracle_on_the_newest_torch_too(built: Path) -> None:
+    commands = _dry_run_with(built, built / "home", "oracle-newest")
+    assert "oracle TORCH=2.14.1" in commands
 
 
 def _dry_run_with(root: Path, home: Path, target: str, *assignments: str) -> str:

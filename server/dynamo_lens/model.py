@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dynamo_lens.torch_facts import PINNED, Release
+
 FINDINGS_SCHEMA = "dynamo-lens.findings"
 FINDINGS_SCHEMA_VERSION = 1
 
@@ -114,6 +116,13 @@ class Fix:
     safe: bool = False
     min_torch: str | None = None
     max_torch: str | None = None
+
+    def works_on(self, release: Release | None) -> bool:
+        """Whether the fix works on ``release`` (major.minor, both bounds inclusive; an unknown torch counts as the
+        pinned one)."""
+        found = release or PINNED
+        low, high = Release.parse(self.min_torch), Release.parse(self.max_torch)
+        return (low is None or found >= low) and (high is None or found <= high)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {

@@ -85,27 +85,6 @@ PINNED = Release(2, 13)
 NEWEST_MEASURED = Release(2, 14)
 """The newest release whose claims are checked (``make oracle TORCH=2.14.1``, part of ``make test``): where it differs
 from the pinned one, the fact is keyed by release below. For a newer one the messages say they describe this."""
-GLOBAL_INCREMENT_UNGUARDED_SINCE = Release(2, 14)
-"""Measured: a global int that compiled code only reads in its own ``COUNT += 1`` (or ``STEP[0] = STEP[0] + 1``)
-compiled 8 times (limit) on 2.13 and once on 2.14.1; read again after the update it still compiles 8 times on
-2.14.1, with the failing guard blamed on that later read."""
-
-
-UNSPEC_INT_FLAG_SINCE = Release(2, 7)
-"""Measured: ``torch._dynamo.config.allow_unspec_int_on_nn_module`` exists from 2.7.1 on and not on 2.6.0, where
-setting it raises ``AttributeError``. An int counter on a module compiled 4 times on 2.4.1 (then went dynamic;
-``self.torchdynamo_force_dynamic = True`` changed nothing), twice on 2.5.1, 2.6.0 and 2.7.1 with or without the
-setting, and 8 times with the limit on 2.8.0, 2.13 and 2.14.1, twice there with the setting. A tensor buffer
-compiles once on every release."""
-TORCH_NN_METHOD_COMPILE_SINCE = Release(2, 14)
-"""Measured: ``nn.Sequential(...).compile()`` compiled nothing on 2.13 (Dynamo skips the frames of ``torch.nn``
-modules) and compiles them on 2.14.1 (through the wrapper ``compile()`` installs: 1 graph, and a second entry under
-``torch.no_grad()``); ``torch.compile(nn.Sequential(...))`` compiles on both."""
-
-
-def describes_since(release: Release) -> bool:
-    """Whether the torch the messages describe is ``release`` or newer (an unknown torch counts as pinned)."""
-    return (current().release or PINNED) >= release
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +96,9 @@ class TorchTarget:
     torch_dir: str | None = None
 
     def name(self, code: str | None = None) -> str:
-        """How the messages of ``code`` name it: ``torch 2.14`` for a release whose behaviour the claims were
-        measured on (:func:`as_pinned_since` to :data:`NEWEST_MEASURED`), else the releases they hold for."""
-        low = as_pinned_since(code)
+        """How the messages of ``code`` name it: ``torch 2.14`` for a release the claims hold on
+        (:func:`claims_hold_since` to :data:`NEWEST_MEASURED`), else the releases they hold for."""
+        low = claims_hold_since(code)
         held = f"torch {low} to {PINNED}" if low < PINNED else f"torch {PINNED}"
         if self.release is None:
             return held
@@ -214,11 +193,33 @@ def _measured() -> dict[str, Any]:
     return measured
 
 
-def as_pinned_since(code: str | None) -> Release:
-    """The oldest measured release from which every fixture of ``code`` behaves as on the pinned torch (the pinned
-    release for a code, or a message, that is not measured per code)."""
-    found = Release.parse(_measured()["as_pinned_since"].get(code or "", ""))
+def claims_hold_since(code: str | None) -> Release:
+    """The oldest measured release from which the claims of ``code`` hold on every measured release up to the
+    newest (its oracle tests pass there); the pinned release for a code, or a message, not measured per code."""
+    found = Release.parse(_measured()["claims_hold_since"].get(code or "", ""))
     return found if found is not None else PINNED
+
+
+# Facts that differ between releases, each with what was measured on both sides; a check asks describes_since().
+GLOBAL_INCREMENT_UNGUARDED_SINCE = Release(2, 14)
+"""Measured: a global int that compiled code only reads in its own ``COUNT += 1`` (or ``STEP[0] = STEP[0] + 1``)
+compiled 8 times (limit) on 2.13 and once on 2.14.1; read again after the update it still compiles 8 times on
+2.14.1, with the failing guard blamed on that later read."""
+UNSPEC_INT_FLAG_SINCE = Release(2, 7)
+"""Measured: ``torch._dynamo.config.allow_unspec_int_on_nn_module`` exists from 2.7.1 on and not on 2.6.0, where
+setting it raises ``AttributeError``. An int counter on a module compiled 4 times on 2.4.1 (then went dynamic;
+``self.torchdynamo_force_dynamic = True`` changed nothing), twice on 2.5.1, 2.6.0 and 2.7.1 (with the setting too, on
+2.7.1), and 8 times with the limit on 2.8.0, 2.13 and 2.14.1, twice there with the setting. A tensor buffer
+compiles once on every release."""
+TORCH_NN_METHOD_COMPILE_SINCE = Release(2, 14)
+"""Measured: ``nn.Sequential(...).compile()`` compiled nothing on 2.13 (Dynamo skips the frames of ``torch.nn``
+modules) and compiles them on 2.14.1 (through the wrapper ``compile()`` installs: 1 graph, and a second entry under
+``torch.no_grad()``); ``torch.compile(nn.Sequential(...))`` compiles on both."""
+
+
+def describes_since(release: Release) -> bool:
+    """Whether the torch the messages describe is ``release`` or newer (an unknown torch counts as pinned)."""
+    return (current().release or PINNED) >= release
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,8 @@ from oracle import ORACLE_PYTHON
 
 SCRIPT = Path(__file__).resolve().parents[1] / "fixtures" / "runtime" / "recompiles_and_breaks.py"
 DYNAMO_LENS = Path(sys.executable).parent / "dynamo-lens"
+pytestmark = pytest.mark.oracle
+
 RECOMPILING = re.compile(r"Recompiling function (?P<name>\w+) in ")
 
 

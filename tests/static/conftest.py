@@ -1,3 +1,7 @@
+"""Fixtures for the static tests: the oracle tests analyse for the torch their fixtures run under."""
+
+from __future__ import annotations
+
 from collections.abc import Iterator
 
 import pytest

@@ -412,7 +412,7 @@ def test_no_readable_registry_means_no_graph_break_id() -> None:
 def test_no_torch_found_names_the_releases_the_claim_holds_for() -> None:
     with torch_facts.targeting(torch_facts.TorchTarget(None)):
         [found] = only(analyse(ITEM_IN_FORWARD), "DL301")
-    low = torch_facts.as_pinned_since("DL301")
+    low = torch_facts.claims_hold_since("DL301")
     held = f"torch {low} to 2.13" if low < torch_facts.PINNED else "torch 2.13"
     assert f"({held}: " in found.message
 

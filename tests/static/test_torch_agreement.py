@@ -30,7 +30,7 @@ from oracle import ORACLE_PYTHON, oracle_torch
 from dynamo_lens.model import Severity
 from dynamo_lens.torch_facts import GLOBAL_INCREMENT_UNGUARDED_SINCE, PINNED, RANGE_OF_TENSOR_ITEM_SINCE, Release
 
-pytestmark = pytest.mark.usefixtures("describe_oracle_torch")
+pytestmark = [pytest.mark.oracle, pytest.mark.usefixtures("describe_oracle_torch")]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
 PROBE = Path(__file__).with_name("torch_probe.py")

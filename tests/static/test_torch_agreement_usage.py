@@ -33,7 +33,7 @@ from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static import link, summarize
 from dynamo_lens.torch_facts import PINNED, TORCH_NN_METHOD_COMPILE_SINCE, Release
 
-pytestmark = pytest.mark.usefixtures("describe_oracle_torch")
+pytestmark = [pytest.mark.oracle, pytest.mark.usefixtures("describe_oracle_torch")]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
 PROBE = Path(__file__).with_name("usage_probe.py")

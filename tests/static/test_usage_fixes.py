@@ -14,7 +14,7 @@ from oracle import ORACLE_PYTHON
 from dynamo_lens.model import Edit, Finding, Fix
 from dynamo_lens.static import link, summarize
 
-pytestmark = pytest.mark.usefixtures("describe_oracle_torch")
+pytestmark = [pytest.mark.oracle, pytest.mark.usefixtures("describe_oracle_torch")]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
 PROBE = Path(__file__).with_name("usage_probe.py")

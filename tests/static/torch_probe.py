@@ -20,6 +20,7 @@ import contextlib
 import io
 import json
 import logging
+import os
 import re
 import runpy
 import signal
@@ -184,6 +185,23 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
     }
 
 
+@contextlib.contextmanager
+def native_stdout_silenced() -> Iterator[None]:
+    """Send file descriptor 1 to /dev/null while scenarios run: torch's C++ side writes there directly (gloo announces
+    its ranks), past ``redirect_stdout``, and only the report may reach the reader."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _timed_out(signum: int, frame: object) -> None:
     raise TimeoutError(f"scenario still running after {SCENARIO_TIMEOUT_S} s")
 
@@ -200,7 +218,8 @@ def main(paths: list[str]) -> int:
         if handler is not recorder:
             dynamo_logger.removeHandler(handler)
     ids = graph_break_ids()
-    results = {path: run_scenario(str(Path(path).resolve()), recorder, ids) for path in paths}
+    with native_stdout_silenced():
+        results = {path: run_scenario(str(Path(path).resolve()), recorder, ids) for path in paths}
     json.dump(results, sys.stdout, indent=1)
     return 0
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from torch_probe import dynamo_config_restored
+from torch_probe import dynamo_config_restored, native_stdout_silenced
 
 
 class LimitHits(logging.Handler):
@@ -118,7 +118,9 @@ def main(paths: list[str]) -> int:
     logger = logging.getLogger("torch._dynamo")
     logger.addHandler(limits)
     logger.propagate = False
-    json.dump({path: probe(str(Path(path).resolve()), limits) for path in paths}, sys.stdout, indent=1)
+    with native_stdout_silenced():
+        results = {path: probe(str(Path(path).resolve()), limits) for path in paths}
+    json.dump(results, sys.stdout, indent=1)
     return 0
 
 

@@ -2,45 +2,46 @@
 
 ## What it does
 Flags a call inside compiled code (a compiled function, a compiled module's `forward`, or a method or function
-reached from them) that Dynamo cannot put in a graph, and names the graph-break registry entry torch 2.13 reports
-for it:
+reached from them) that Dynamo cannot put in a graph, and names the graph-break type torch reports for it (measured on
+2.13):
 
-| call | registry id |
+| call | graph-break type |
 |---|---|
-| `print(...)` | GB0059 "Failed to trace builtin operator" |
-| `t.item()`; `int(t)`, `float(t)`, `bool(t)` on a tensor | GB0124 "Unsupported Tensor.item() call ..." |
-| `t.tolist()` | GB0033 "Data dependent operator" (integer tensor), GB0109 (floating); both if the dtype is unknown |
-| `logger.info(...)` and the other `logging.Logger` methods | GB0291 "logging.Logger method not supported ..." |
-| `logging.info(...)` and the other module-level `logging` functions | GB4841 (breaks inside `logging`) |
-| `warnings.warn(...)`, `time.time()`, `time.perf_counter()`, `time.monotonic()` | GB0007 (skipped function) |
-| `copy.deepcopy(t)` | GB4198 "Attempted to copy.deepcopy a tensor" |
-| `torch.nonzero(t)`, `t.nonzero(as_tuple=True)`, one-argument `torch.where(mask)` | GB0036 "Dynamic shape operator" |
-| `torch.equal(a, b)`, `torch.allclose(a, b)` | GB0033 "Data dependent operator" |
-| `repr(t)` | GB0569 "repr() on tensor" |
-| `range(n)` with a tensor `n` | GB0059 "Failed to trace builtin operator" |
-| `loss.backward()` | GB0123 "Unsupported Tensor.backward() call" |
-| `torch.autograd.grad(...)` | GB9186 (unless `trace_autograd_ops = True`) |
-| `t.is_inference()`, `torch.is_inference(t)` | GB0045 "Encountered tensor.is_inference() during tracing" |
-| a `torch.distributed` collective with `async_op=True` | GB0172 "async_op=True for distributed collectives" |
-| `torch.distributed.P2POp(...)` | GB1750 "P2P compilation disabled for P2POp construction" |
-| `with torch.device(...):` | GB0142 "Unsupported context manager" (and the rest of the function runs eagerly) |
-| `with LOCK:` on a module-level `threading` lock | GB0142 (Dynamo gives up on the function: it runs eagerly) |
-| `LOCK.acquire()`, `LOCK.release()` on a module-level `threading` lock | GB0156 "Unsupported method call" |
-| `HANDLE = t.register_hook(fn)` into a `global` | GB0100 "Storing Tensor hook handle in globals" (runs eagerly) |
-| `self.rnn(x)` on an `nn.LSTM`, `nn.GRU` or `nn.RNN` | GB0014 "Attempted to wrap RNN, GRU, or LSTM" (runs eagerly) |
-| `t[mask]` read through a boolean tensor (`logits[labels != -100]`) | GB0036 "Dynamic shape operator" |
-| `torch.unique(t)`, `masked_select`, `repeat_interleave` by a tensor without `output_size=` | GB0036 (as `nonzero`) |
-| `torch._dynamo.graph_break()` | GB0025 (a break on purpose) |
-| `f(...)` of a `@torch.compiler.disable`d function | GB0098 "Skip calling `torch.compiler.disable()`d ..." |
-| `self.m(...)` of a `@torch.compiler.disable`d method | GB0099 "Skip inlining `torch.compiler.disable()`d ..." |
-| `copy.copy(t)` | GB0208 "torch.* op returned non-Tensor" |
-| `t.requires_grad = ...` | GB0206 "setattr() on Tensor.requires_grad" |
+| `print(...)` | "Failed to trace builtin operator" |
+| `t.item()`; `int(t)`, `float(t)`, `bool(t)` on a tensor | "Unsupported Tensor.item() call ..." |
+| `t.tolist()` of an integer tensor (both rows if the dtype is unknown) | "Data dependent operator" |
+| `t.tolist()` of a floating tensor | "Tensor.tolist() with non-integer tensor" |
+| `logger.info(...)` and the other `logging.Logger` methods | "logging.Logger method not supported ..." |
+| `logging.info(...)` and the other module-level `logging` functions | "Unsupported python_type() call" |
+| `warnings.warn`, `time.time`, `time.perf_counter`, `time.monotonic` | "Attempted to call function marked as skipped" |
+| `copy.deepcopy(t)` | "Attempted to copy.deepcopy a tensor" |
+| `torch.nonzero(t)`, `t.nonzero(as_tuple=True)`, one-argument `torch.where(mask)` | "Dynamic shape operator" |
+| `torch.equal(a, b)`, `torch.allclose(a, b)` | "Data dependent operator" |
+| `repr(t)` | "repr() on tensor" |
+| `range(n)` with a tensor `n` | "Failed to trace builtin operator" |
+| `loss.backward()` | "Unsupported Tensor.backward() call" |
+| `torch.autograd.grad(...)` | "using `torch.autograd.grad` with ..." (unless `trace_autograd_ops = True`) |
+| `t.is_inference()`, `torch.is_inference(t)` | "Encountered tensor.is_inference() during tracing" |
+| a `torch.distributed` collective with `async_op=True` | "async_op=True for distributed collectives" |
+| `torch.distributed.P2POp(...)` | "P2P compilation disabled for P2POp construction" |
+| `with torch.device(...):` | "Unsupported context manager" (and the rest of the function runs eagerly) |
+| `with LOCK:` on a module-level `threading` lock | "Unsupported context manager" (the function runs eagerly) |
+| `LOCK.acquire()`, `LOCK.release()` on a module-level `threading` lock | "Unsupported method call" |
+| `HANDLE = t.register_hook(fn)` into a `global` | "Storing Tensor hook handle in globals" (runs eagerly) |
+| `self.rnn(x)` on an `nn.LSTM`, `nn.GRU` or `nn.RNN` | "Attempted to wrap RNN, GRU, or LSTM" (runs eagerly) |
+| `t[mask]` read through a boolean tensor (`logits[labels != -100]`) | "Dynamic shape operator" |
+| `torch.unique(t)`, `masked_select`, `repeat_interleave` by a tensor, no `output_size=` | "Dynamic shape operator" |
+| `torch._dynamo.graph_break()` | "Call to `torch._dynamo.graph_break()`" (a break on purpose) |
+| `f(...)` of a `@torch.compiler.disable`d function | "Skip calling `torch.compiler.disable()`d ..." |
+| `self.m(...)` of a `@torch.compiler.disable`d method | "Skip inlining `torch.compiler.disable()`d ..." |
+| `copy.copy(t)` | "torch.* op returned non-Tensor" |
+| `t.requires_grad = ...` | "setattr() on Tensor.requires_grad" |
 
 A break the code asks for (`graph_break()`, a disabled callee) is an info: a cost to know about, not a mistake, except
-in a loop. The ids are those of torch 2.13. Torch renumbers them between releases (on 2.14 they are no longer
-sequential), so a message quotes the id that the installed torch's own registry
-(`torch/_dynamo/graph_break_registry.json`) gives the break's type. Where no torch is installed beside Dynamo Lens, it
-quotes the type alone and says so.
+in a loop. A message quotes the type with the id that the registry of the torch it describes
+(`torch/_dynamo/graph_break_registry.json`, read from the user's torch) gives it: torch renumbers the ids between
+releases (on 2.14 they are no longer sequential). Where that registry cannot be read, it quotes the type alone and
+says so.
 
 ## Why it matters
 At a graph break Dynamo ends the graph, runs the call in Python and resumes in a new frame

@@ -19,7 +19,7 @@ from typing import Any
 from lsprotocol import types
 
 from dynamo_lens.lsp.convert import SOURCE, LinesOf, facts_from_data, fixes_from_data, to_workspace_edit
-from dynamo_lens.lsp.interpreter import in_range, selected_torch
+from dynamo_lens.lsp.interpreter import selected_torch
 from dynamo_lens.lsp.positions import from_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.model import Edit, Fix, Span
@@ -74,7 +74,7 @@ def actions_for(
 
 
 def applicable(fixes: Sequence[Fix], torch: TorchTarget) -> list[Fix]:
-    return [fix for fix in fixes if in_range(torch, fix.min_torch, fix.max_torch)]
+    return [fix for fix in fixes if fix.works_on(torch.release)]
 
 
 def mark_module_dynamic(facts: Mapping[str, Any], fixes: list[Fix], torch: TorchTarget) -> list[Fix]:

@@ -1,7 +1,7 @@
 """The Python interpreter that runs the user's code, and the torch installed there (asked once, cached).
 
 That torch decides what the analysis describes (messages, hovers: ``torch_facts.use``) and which quick fixes apply
-(``Fix.min_torch``/``max_torch``; "Mark module dynamic" differs before and after torch 2.5). It is read in a
+(``Fix.works_on``: the int-attribute setting of "Mark module dynamic" exists from torch 2.7). It is read in a
 subprocess (``runtime.runner.torch_of``, which never imports torch) off the event loop; until it is known, or when
 the workspace is not trusted, the analysis describes the torch installed beside the server.
 """
@@ -12,7 +12,7 @@ import asyncio
 import sys
 
 from dynamo_lens.lsp.server import DynamoLensServer
-from dynamo_lens.torch_facts import PINNED, Release, TorchTarget, installed_target
+from dynamo_lens.torch_facts import TorchTarget, installed_target
 
 
 def interpreter(server: DynamoLensServer) -> str:
@@ -28,12 +28,3 @@ async def selected_torch(server: DynamoLensServer) -> TorchTarget:
 
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(server.thread_pool, torch_of, interpreter(server))
-
-
-def in_range(torch: TorchTarget, minimum: str | None, maximum: str | None) -> bool:
-    """Whether ``torch``'s release lies within ``[minimum, maximum]`` (major.minor, both inclusive, None unbounded);
-    an unknown release counts as the pinned one."""
-    release = torch.release or PINNED
-    low = Release.parse(minimum)
-    high = Release.parse(maximum)
-    return (low is None or release >= low) and (high is None or release <= high)
