@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dynamo_lens.torch_facts import Release
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "static"
 PROBE = ROOT / "tests" / "static" / "torch_probe.py"
@@ -121,19 +123,18 @@ def probe(python: Path, fixtures: Sequence[Path]) -> dict[str, Outcome]:
     return {Path(path).name: Outcome.from_probe(path, result) for path, result in results.items()}
 
 
-def release_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.partition("+")[0].split(".")[:3])
-
-
 def default_pythons() -> list[Path]:
     found = [PINNED_PYTHON] if PINNED_PYTHON.exists() else []
     found += sorted(env / "bin" / "python" for env in ENVS.glob("torch-*") if (env / ".installed").exists())
     return found
 
 
-def release_text(version: str) -> str:
-    """``"2.13.0+cpu"`` → ``"2.13"``: Dynamo's behaviour follows major.minor."""
-    return ".".join(version.partition("+")[0].split(".")[:2])
+def release_of(version: str) -> Release:
+    """``"2.13.0+cpu"`` → ``Release(2, 13)``: Dynamo's behaviour follows major.minor."""
+    release = Release.parse(version)
+    if release is None:
+        raise SystemExit(f"not a torch version: {version!r}")
+    return release
 
 
 def oracle(python: Path) -> dict[str, tuple[int, int]]:
@@ -163,7 +164,7 @@ def claims_hold_since(versions: Sequence[str], results: Mapping[str, Mapping[str
             passed, run = results[version].get(code, (0, 0))
             if passed != run:
                 break
-            first = release_text(version)
+            first = str(release_of(version))
         if first is not None:
             since[code] = first
     return since
@@ -239,14 +240,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         table[version] = probe(python, fixtures)
         results[version] = oracle(python)
         print(f"torch {version}: fixtures and oracle in {time.monotonic() - started:.0f} s", file=sys.stderr)
-    versions = sorted(table, key=release_key)
+    versions = sorted(table, key=release_of)
     pinned = torch_version(pythons[0])
     since = claims_hold_since(versions, results)
     report = render(versions, pinned, table, results, since, time.strftime("%Y-%m-%d"))
     args.output.write_text(report, encoding="utf-8")
     releases = {
-        "pinned": release_text(pinned),
-        "measured": [release_text(v) for v in versions],
+        "pinned": str(release_of(pinned)),
+        "measured": [str(release_of(v)) for v in versions],
         "claims_hold_since": since,
     }
     RELEASES.write_text(json.dumps(releases, indent=1) + "\n", encoding="utf-8")

@@ -12,10 +12,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 RECOMPILE_LIMIT = 8
@@ -188,6 +186,9 @@ def torch_name() -> str:
 @functools.cache
 def _measured() -> dict[str, Any]:
     """``torch_releases.json``, written by ``benchmarks/torch_versions.py`` from real runs on every release."""
+    import json  # here, not at import: the language server answers `initialize` without them
+    from importlib import resources
+
     text = resources.files("dynamo_lens").joinpath("torch_releases.json").read_text(encoding="utf-8")
     measured: dict[str, Any] = json.loads(text)
     return measured
@@ -202,9 +203,9 @@ def claims_hold_since(code: str | None) -> Release:
 
 # Facts that differ between releases, each with what was measured on both sides; a check asks describes_since().
 GLOBAL_INCREMENT_UNGUARDED_SINCE = Release(2, 14)
-"""Measured: a global int that compiled code only reads in its own ``COUNT += 1`` (or ``STEP[0] = STEP[0] + 1``)
-compiled 8 times (limit) on 2.13 and once on 2.14.1; read again after the update it still compiles 8 times on
-2.14.1, with the failing guard blamed on that later read."""
+"""Measured: a global int that compiled code only reads in its own ``COUNT += 1`` (or ``COUNT = COUNT + 1``,
+``STEP[0] = STEP[0] + 1``) compiled 8 times (limit) on 2.13 and once on 2.14.1; read again after the update it still
+compiles 8 times on 2.14.1, with the failing guard blamed on that later read."""
 UNSPEC_INT_FLAG_SINCE = Release(2, 7)
 """Measured: ``torch._dynamo.config.allow_unspec_int_on_nn_module`` exists from 2.7.1 on and not on 2.6.0, where
 setting it raises ``AttributeError``. An int counter on a module compiled 4 times on 2.4.1 (then went dynamic;

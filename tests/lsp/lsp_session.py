@@ -108,6 +108,17 @@ class Session:
         params = await self.until(found)
         return list(params.diagnostics)
 
+    async def code_actions(self, path: Path, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+        """The code actions the server offers for ``diagnostic`` of ``path`` (asked for its range, as editors do)."""
+        result = await self.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri(path)),
+                range=diagnostic.range,
+                context=types.CodeActionContext(diagnostics=[diagnostic]),
+            )
+        )
+        return [a for a in result or () if isinstance(a, types.CodeAction)]
+
     # -- documents -----------------------------------------------------------------------------------------------
     def open(self, path: Path, text: str | None = None) -> int:
         text = path.read_text(encoding="utf-8") if text is None else text

@@ -13,16 +13,10 @@ from lsprotocol import types
 
 async def actions_for(session: Session, path: Path, code: str) -> list[types.CodeAction]:
     [diagnostic] = [d for d in await session.diagnostics(path, 1) if d.code == code]
-    result = await session.client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri(path)),
-            range=diagnostic.range,
-            context=types.CodeActionContext(diagnostics=[diagnostic]),
-        )
+    actions = await session.code_actions(path, diagnostic)
+    assert actions and all(
+        a.kind == types.CodeActionKind.QuickFix and list(a.diagnostics or ()) == [diagnostic] for a in actions
     )
-    assert result is not None
-    actions = [a for a in result if isinstance(a, types.CodeAction)]
-    assert all(a.kind == types.CodeActionKind.QuickFix and list(a.diagnostics or ()) == [diagnostic] for a in actions)
     return actions
 
 
@@ -106,14 +100,7 @@ async def test_no_actions_for_other_sources(lsp: StartServer, workspace: Path) -
         source="pyright",
         code="DL101",
     )
-    result = await session.client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri(path)),
-            range=foreign.range,
-            context=types.CodeActionContext(diagnostics=[foreign]),
-        )
-    )
-    assert not result
+    assert not await session.code_actions(path, foreign)
 
 
 async def test_untrusted_workspace_never_runs_the_configured_interpreter(

@@ -174,14 +174,7 @@ async def test_the_mark_dynamic_quick_fix_of_a_size_recompile_is_verified_by_a_r
     assert (before["compiles"], before["recompiles"], before["limitHits"]) == (8, 7, 1)
     [diagnostic] = [d for d in runtime(await session.diagnostics(path)) if d.code == "DL501"]
     assert diagnostic.range.start.line == SHAPES_CALL_LINE
-    actions = await session.client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri(path)),
-            range=diagnostic.range,
-            context=types.CodeActionContext(diagnostics=[diagnostic]),
-        )
-    )
-    [fix] = [a for a in actions or () if isinstance(a, types.CodeAction) and a.title.startswith("Mark `batch`")]
+    [fix] = [a for a in await session.code_actions(path, diagnostic) if a.title.startswith("Mark `batch`")]
     assert fix.edit is not None and fix.edit.changes is not None
     [edit] = fix.edit.changes[uri(path)]
     assert (edit.range.start.line, edit.new_text) == (SHAPES_CALL_LINE, "    torch._dynamo.mark_dynamic(batch, 0)\n")

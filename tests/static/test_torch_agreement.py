@@ -118,6 +118,12 @@ class Case:
         return self.fixture
 
 
+NOT_GUARDED_FROM_2_14 = Since(
+    GLOBAL_INCREMENT_UNGUARDED_SINCE, Expect.QUIET, compiles=1, limit_hit=False, lines=frozenset()
+)
+"""A global only read to compute its own next value: guarded (8 compiles, the limit) before 2.14, not from 2.14."""
+
+
 def gb(*ids: str) -> frozenset[str]:
     return frozenset(ids)
 
@@ -132,7 +138,15 @@ CASES = (
         Expect.RECOMPILE,
         RECOMPILE_LIMIT,
         limit_hit=True,
-        since=Since(GLOBAL_INCREMENT_UNGUARDED_SINCE, Expect.QUIET, compiles=1, limit_hit=False, lines=frozenset()),
+        since=NOT_GUARDED_FROM_2_14,
+    ),
+    Case(
+        "DL204_global_counter_reassigned_in_compiled.py",
+        "DL204",
+        Expect.RECOMPILE,
+        RECOMPILE_LIMIT,
+        limit_hit=True,
+        since=NOT_GUARDED_FROM_2_14,
     ),
     Case(  # from 2.14 the guard moves to the later read
         "DL204_global_counter_read_after_increment.py",

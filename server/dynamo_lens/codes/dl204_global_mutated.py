@@ -176,8 +176,9 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     for body in bodies:
         seen: set[str] = set()
         reads = list(body.name_loads(rebound))
-        if unguarded_increments:  # Dynamo guards the value where the code uses it, not where `+=` updates it
-            reads = [read for read in reads if not isinstance(read.ctx, ast.Store)]
+        if unguarded_increments:  # Dynamo guards the value where the code uses it, not where it updates itself
+            own = _own_update_reads(body, {read.id for read in reads})
+            reads = [read for read in reads if id(read) not in own]
         for read in reads:
             name = read.id
             if name not in seen and body.reads_global(name):
@@ -308,8 +309,22 @@ def _member_reads(
     yield from reads
 
 
+def _own_update_reads(body: FunctionBody, names: set[str]) -> set[int]:
+    """The ids of the reads of global ``names`` in ``body`` that only compute the name's own next value
+    (``COUNT += 1``, ``COUNT = COUNT + 1``)."""
+    if not names:
+        return set()
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
+    return {
+        id(node)
+        for statement, node in body.expressions(lambda line: pattern.search(line) is not None)
+        if isinstance(node, ast.Name) and node.id in names and _in_own_update(statement, node)
+    }
+
+
 def _in_own_update(statement: ast.stmt, node: ast.AST) -> bool:
-    """``node`` is the member a statement updates from itself: ``M += 1``, or ``M`` read in ``M = M + 1``."""
+    """``node`` is the global or member a statement updates from itself: ``M += 1``, or ``M`` read in
+    ``M = M + 1``."""
     target: ast.expr
     if isinstance(statement, ast.AugAssign):
         target = statement.target
@@ -317,7 +332,7 @@ def _in_own_update(statement: ast.stmt, node: ast.AST) -> bool:
         target = statement.targets[0]
     else:
         return False
-    return isinstance(node, (ast.Attribute, ast.Subscript)) and ast.unparse(node) == ast.unparse(target)
+    return isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and ast.unparse(node) == ast.unparse(target)
 
 
 BINDING_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)
