@@ -42,6 +42,8 @@ class Case:
     """Severity of the static finding; None for a negative (no finding)."""
     graph_break: str | None = None
     """The graph-break registry id torch must report on the marked line."""
+    breaks_at: frozenset[int] = frozenset()
+    """Lines other than the marked ones where torch breaks the graph (a call Dynamo cannot trace), any id."""
     raises: bool = False
     """The compile past the limit raises ``FailOnRecompileLimitHit`` (``fullgraph=True``) instead of going eager."""
     stance: str = ""
@@ -105,6 +107,21 @@ CASES = (
     Case("DL101_run_flag_from_config.py", "DL101", 1, severity="hint"),
     # one key of an nn.ModuleDict built with dict(...) and .update({...}) holds only what was stored under it
     Case("DL101_run_module_dict_key.py", "DL101", 1, severity="hint"),
+    # a call Dynamo cannot trace (a stdlib queue's method, as a simulator's step) in a loop: the frame runs eagerly,
+    # nothing recompiles, and the scan, which cannot see into the call, says so in a hint; before such a call outside
+    # any loop, the frame is compiled up to it and the counter guarded
+    Case("DL101_run_counter_beside_opaque_call_in_loop.py", "DL101", 0, severity="hint", breaks_at=frozenset({20})),
+    Case(  # the helper that reads the counter after the loop runs as a frame of its own, with no tensor work
+        "DL101_run_counter_read_by_helper_after_opaque_loop.py", "DL101", 1, severity="hint", breaks_at=frozenset({21})
+    ),
+    Case(
+        "DL101_run_counter_before_opaque_call.py",
+        "DL101",
+        LIMIT,
+        limit_hit=True,
+        severity="warning",
+        breaks_at=frozenset({20, 22}),
+    ),
     Case("DL102_run_append.py", "DL102", LIMIT, limit_hit=True, severity="warning"),
     Case("DL102_run_stats_key.py", "DL102", 2, severity="info"),
     Case("DL102_ok_run_prepopulated.py", "DL102", 1),
@@ -166,10 +183,8 @@ def test_torch_compiles_as_the_docs_claim(case: Case, observed: dict[str, dict[s
     assert max(frames.values(), default=0) == case.compiles, seen["compiles"]
     assert bool(seen["limit_hits"]) == case.limit_hit, seen["limit_hits"]
     breaks = [g for g in seen["graph_breaks"] if g["path"] == str(case.path)]
-    if case.graph_break is None:
-        assert not breaks, breaks
-    else:
-        assert {g["line"] for g in breaks} == marked_lines(case)
+    assert {g["line"] for g in breaks} == (marked_lines(case) if case.graph_break else case.breaks_at), breaks
+    if case.graph_break is not None:
         assert {g["gb_id"] for g in breaks} == {case.graph_break}
 
 

@@ -243,6 +243,7 @@ CASES = (
     Case("DL301_first_call_branch.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059", "GB0124")),
     Case("DL301_first_call_flag_from_argument.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0059")),
     Case("DL301_under_instance_flag.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124")),
+    Case("DL301_behind_conditional_argument.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124")),
     Case("DL301_boolean_mask_index.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036")),
     Case("DL301_recurrent_module.py", "DL301", Expect.GRAPH_BREAK, compiles=0, gb_ids=gb("GB0014")),
     Case("DL301_autograd_in_compiled.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB9186", "GB0045")),

@@ -81,6 +81,12 @@ is not under `if`/loops/`try`; a helper's unconditional writes are assumed to ha
 return early (Dynamo traces one path at a time). Writes of a constant (`self.mode = 2`), bools and floats cost a
 bounded number of compiles and are reported as `info`; an attribute first created in `forward` is DL103.
 
+A graph break inside a loop makes Dynamo give up on the whole function, which then guards nothing. When every read
+of the attribute sits where that happens if a call on an object from outside torch and the workspace breaks
+(`self.scene.step()` in a simulator wrapper's frame-skip loop, or a helper called after that loop), the scan cannot
+tell whether the counter is guarded and reports a hint that names the call (measured on 2.13 with a stdlib queue's
+`qsize` in the loop: no recompile; the same call outside any loop, after the read: 8 compiles and the limit).
+
 ## Fix safety
 Converting the counter to a buffer (offered when `__init__` sets an int literal and every change is `+=`/`-=`) is
 unsafe: code that uses the attribute as a Python `int` (indexing, `range`, string formatting, comparisons feeding

@@ -24,7 +24,7 @@ from dynamo_lens.codes import get_rule
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext, NodeAt, function_qualname
 from dynamo_lens.static.semantic import settings
-from dynamo_lens.static.semantic.program import never_runs
+from dynamo_lens.static.semantic.program import never_runs, runs_only_sometimes
 from dynamo_lens.static.semantic.reach import ALWAYS, FIRST_CALL
 from dynamo_lens.static.semantic.reach import CONDITIONAL as CONDITIONAL_RUN
 from dynamo_lens.static.semantic.usage import call_site_tensors
@@ -404,7 +404,9 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
             related = (*related, settings.set_here(decision.setting))
     if candidate.only_if_taken and sites and severity != Severity.HINT:
         runs = _runs(index, candidate, sites)
-        if runs == CONDITIONAL_RUN:
+        if runs == CONDITIONAL_RUN or (
+            candidate.requires and runs_only_sometimes(index, sites, path, candidate.function, candidate.requires)
+        ):
             severity, message = Severity.HINT, message + CONDITIONAL
         elif runs == FIRST_CALL and not raises:  # under fullgraph=True the first call raises
             severity, message = Severity.INFO, message + ONCE

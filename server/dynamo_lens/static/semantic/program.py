@@ -166,9 +166,29 @@ def never_runs(
             return False
         for param, kind, expected in requires:
             passed = values.get(param)
-            if passed is None or any(exprs.holds(value, kind) == expected for value in passed):
+            if passed is None or any(value == RUNTIME or exprs.holds(value, kind) == expected for value in passed):
                 return False
     return True
+
+
+def runs_only_sometimes(
+    index: WorkspaceIndex,
+    sites: tuple[CompileSite, ...],
+    path: str,
+    function: str,
+    requires: tuple[tuple[str, str, bool], ...],
+) -> bool:
+    """Whether some compiled call of ``function`` passes, for a parameter a statement needs, an argument that is a
+    literal ruling the statement out on some runs and something else on others (``size if rope == "mrope" else
+    None``, a variable bound to ``None`` or to a tensor): the statement runs only under a condition of that call."""
+    requires = tuple(r for r in requires if not r[0].startswith(SELF_FLAG))
+    for site in sites if requires else ():
+        values = _literals(index, site, path, function, 3)
+        for param, kind, expected in requires if values is not None else ():
+            passed = values.get(param) if values is not None else None
+            if passed and RUNTIME in passed and any(v != RUNTIME and exprs.holds(v, kind) != expected for v in passed):
+                return True
+    return False
 
 
 def _literals(index: WorkspaceIndex, site: CompileSite, path: str, function: str, depth: int) -> Literals | None:
@@ -208,6 +228,8 @@ def _literals(index: WorkspaceIndex, site: CompileSite, path: str, function: str
                 values[param] = found | {known} if known is not None else None
             elif isinstance(argument, exprs.Const) and argument.value:
                 found.add(argument.value)
+            elif isinstance(argument, exprs.OneOf) and any(_literal(option) for option in argument.options):
+                found.update(_literal(option) or RUNTIME for option in argument.options)
             elif isinstance(argument, exprs.Param) and placed.function:
                 outer = _literals(index, site, placed.path, placed.function, depth - 1)
                 inner = outer.get(argument.name) if outer is not None else None
@@ -219,6 +241,13 @@ def _literals(index: WorkspaceIndex, site: CompileSite, path: str, function: str
 
 Literals = dict[str, set[str] | None]
 """Parameter → the literal values it takes, None when some call passes something else."""
+RUNTIME = "<run time>"
+"""In :data:`Literals`, beside the literals an argument can be, a value it can take that is known only at run time
+(the other arm of ``x if cond else None``)."""
+
+
+def _literal(expr: exprs.Expr) -> str:
+    return expr.value if isinstance(expr, exprs.Const) else ""
 
 
 def _target(

@@ -26,9 +26,12 @@ from typing import Any
 from dynamo_lens.model import Finding, Related, Severity, Span
 from dynamo_lens.static.semantic.flags import undecided_flag
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
+from dynamo_lens.static.semantic.loop_breaks import OpaqueCall, eager_if_breaks
 from dynamo_lens.static.summary import AttrInit, AttrKind, ClassSummary, CompileSite, MethodSummary, StateEvent
 
 _MAX_INLINE_DEPTH = 6
+_Inlined = tuple[ClassKey, str, Span]
+"""A call that inlined a method into the laid-out call: the class defining the calling method, its name, the call."""
 READING = frozenset({"read", "aug", "mutate", "inplace", "call"})
 CHANGING = frozenset({"write", "aug", "mutate"})
 
@@ -46,6 +49,8 @@ class Access:
     (pairs of inlining instance and body id)."""
     fresh: bool
     """A write of the same attribute precedes it on its own path: it reads this call's value, no guard."""
+    inlined_at: tuple[_Inlined, ...] = ()
+    """The calls that inlined its method, outermost first: (defining class, method, span of the call)."""
 
     @property
     def definite(self) -> bool:
@@ -215,15 +220,20 @@ def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | No
         return None
     if not changed:  # nothing carried from one call to the next: no event needs laying out
         return ClassFlow(cls, entry, [], methods, {})
-    raw: list[tuple[StateEvent, ClassKey, str, tuple[tuple[int, int], ...]]] = []
+    raw: list[tuple[StateEvent, ClassKey, str, tuple[tuple[int, int], ...], tuple[_Inlined, ...]]] = []
     instances = itertools.count()
 
-    def inline(name: str, prefix: tuple[tuple[int, int], ...], depth: int, after: ClassKey | None = None) -> None:
+    def inline(
+        name: str,
+        prefix: tuple[tuple[int, int], ...],
+        chain: tuple[_Inlined, ...],
+        after: ClassKey | None = None,
+    ) -> None:
         found = index.find_method(cls, name, after)
         if found is None:
             return
         owner, method = found
-        if method.disabled or depth > _MAX_INLINE_DEPTH or (owner, name) in stack:
+        if method.disabled or len(chain) > _MAX_INLINE_DEPTH or (owner, name) in stack:
             return
         stack.append((owner, name))
         instance = next(instances)
@@ -232,26 +242,26 @@ def _lay_out(index: WorkspaceIndex, cls: ClassKey, entry: str) -> ClassFlow | No
             # unconditional writes ran (Dynamo traces one path at a time).
             path = prefix + tuple((instance, body) for body in event.branch)
             if event.kind == "call" and event.detail == "super":
-                inline(event.attr, path, depth + 1, after=owner)
+                inline(event.attr, path, (*chain, (owner, name, event.span)), after=owner)
                 continue
             if event.kind in ("call", "read"):
                 target = index.find_method(cls, event.attr)
                 if target is not None and (event.kind == "call" or target[1].kind == "property"):
-                    inline(event.attr, path, depth + 1)
+                    inline(event.attr, path, (*chain, (owner, name, event.span)))
                     continue
             if event.attr in changed:
-                raw.append((event, owner, name, path))
+                raw.append((event, owner, name, path, chain))
         stack.pop()
 
     stack: list[tuple[ClassKey, str]] = []
-    inline(entry, (), 0)
+    inline(entry, (), ())
     accesses: list[Access] = []
     writes: dict[str, list[tuple[tuple[int, int], ...]]] = {}
     attrs: dict[str, AttrFlow] = {}
-    for event, owner, method, path in raw:
+    for event, owner, method, path, chain in raw:
         earlier = writes.get(event.attr, ())
         fresh = any(path[: len(w)] == w for w in earlier)
-        access = Access(event, owner, method, path, fresh)
+        access = Access(event, owner, method, path, fresh, chain)
         accesses.append(access)
         if not event.attr:
             continue
@@ -339,7 +349,7 @@ def judge_attrs(
     finding at a statement that runs only under a configuration flag no known instance sets (``if
     self.cache_labels:``) is a hint that says so."""
     return keep_loudest(
-        _under_flags(index, flow, attr, f)
+        _in_eager_frames(index, flow, attr, _under_flags(index, flow, attr, f))
         for flow in stateful_flows(index)
         for attr in flow.attrs.values()
         for f in judge(index, flow, attr)
@@ -355,6 +365,39 @@ def _under_flags(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow, finding
             if undecided is not None:
                 return replace(finding, severity=Severity.HINT, message=finding.message + undecided)
     return finding
+
+
+def _in_eager_frames(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow, finding: Finding) -> Finding:
+    """A finding whose every carried read sits where Dynamo gives up on the method if an opaque call in a loop
+    breaks the graph (``loop_breaks``), or in a method called from there (which then runs as a frame of its own,
+    guarded only if it compiles anything), is a hint that names that call."""
+    if finding.severity is Severity.HINT or not attr.carried_reads:
+        return finding
+    first: tuple[str, OpaqueCall] | None = None
+    for read in attr.carried_reads:
+        found = _eager_if_breaks(index, flow.cls, read)
+        if found is None:
+            return finding
+        first = first or found
+    assert first is not None
+    method, call = first
+    note = (
+        f" (a hint: `{method}` calls `{call.text}` in a loop at line {call.call.span.line}, which the scan cannot see "
+        f"into; if it breaks the graph, Dynamo gives up on `{method}`, which runs eagerly, and whether compiled code "
+        f"still reads `self.{attr.attr}` cannot be told)"
+    )
+    return replace(finding, severity=Severity.HINT, message=finding.message + note)
+
+
+def _eager_if_breaks(index: WorkspaceIndex, cls: ClassKey, read: Access) -> tuple[str, OpaqueCall] | None:
+    """The method and opaque call that make ``read`` run outside Dynamo's trace if the call breaks: in the read's
+    own method, or in a method that inlined it, at the call that did."""
+    for owner, name, at in ((read.owner, read.method, read.event.span), *reversed(read.inlined_at)):
+        method = method_summary(index, owner, name)
+        found = eager_if_breaks(index, cls, method, at) if method is not None else None
+        if found is not None:
+            return name, found
+    return None
 
 
 def keep_loudest(findings: Iterable[Finding]) -> list[Finding]:
