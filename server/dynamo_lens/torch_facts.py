@@ -218,6 +218,37 @@ modules) and compiles them on 2.14.1 (through the wrapper ``compile()`` installs
 ``torch.no_grad()``); ``torch.compile(nn.Sequential(...))`` compiles on both."""
 
 
+INT_MODULE_ATTR_STATIC_SINCE = Release(2, 8)
+"""Measured: an int counter on a module whose code the frame runs compiled 8 times with the limit on 2.8.0, 2.13 and
+2.14.1. On 2.5.1, 2.6.0 and 2.7.1 it compiled twice (one recompile, then a symbolic int) where the module is an input
+of the frame (its ``self``, an argument, or a submodule held in an attribute of one: ``self.sub.calls``), and 8
+times with the limit where the frame reaches it through a module container (``self.blocks[0].calls``, iterating an
+``nn.ModuleList``) or a module-level global. 2.4.1 compiled 4 times, or up to the limit, depending on more (modules
+were guarded by identity there): not keyed."""
+INT_MODULE_ATTR_DYNAMIC_SINCE = Release(2, 5)
+"""The oldest release :data:`INT_MODULE_ATTR_STATIC_SINCE` describes the earlier behaviour for."""
+FLOAT_DYNAMIC_SINCE = Release(2, 6)
+"""Measured: a float attribute that changes on every call compiled 8 times with the limit on 2.4.1 and 2.5.1 (floats
+were specialised, ``specialize_float`` on by default), whatever ``dynamic=`` said, and twice from 2.6.0."""
+FLOAT_POLICY_SINCE = Release(2, 8)
+"""Measured: on 2.6.0 and 2.7.1 a changing float attribute compiled twice under ``dynamic=False``, under
+``automatic_dynamic_shapes = False`` and under ``dynamic=True`` alike; from 2.8.0 the first two keep it static (8
+and the limit) and ``dynamic=True`` makes it symbolic from the first call (1 compile)."""
+SET_STANCE_SINCE = Release(2, 6)
+"""``torch.compiler.set_stance`` exists from 2.6.0 (2.5.1 raises ``AttributeError``, measured)."""
+RECOMPILE_LIMIT_NAME_SINCE = Release(2, 7)
+"""``torch._dynamo.config.recompile_limit`` (and ``accumulated_recompile_limit``) from 2.7.1; 2.4.1 to 2.6.0 call them
+``cache_size_limit`` and ``accumulated_cache_size_limit`` (setting the new names raises there, measured)."""
+
+
+def limit_setting(accumulated: bool = False) -> str:
+    """The name the described torch gives the recompile limit (or the accumulated cap)."""
+    new = describes_since(RECOMPILE_LIMIT_NAME_SINCE)
+    if accumulated:
+        return "accumulated_recompile_limit" if new else "accumulated_cache_size_limit"
+    return "recompile_limit" if new else "cache_size_limit"
+
+
 def describes_since(release: Release) -> bool:
     """Whether the torch the messages describe is ``release`` or newer (an unknown torch counts as pinned)."""
     return (current().release or PINNED) >= release

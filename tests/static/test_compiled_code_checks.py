@@ -5,6 +5,7 @@ test_torch_agreement.py; fixtures: test_fixtures.py.)"""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -429,6 +430,37 @@ def test_the_release_is_named_where_the_claims_were_measured(release: torch_fact
     with torch_facts.targeting(torch_facts.TorchTarget(release)):
         [found] = only(analyse(ITEM_IN_FORWARD), "DL301")
     assert named in found.message
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "release", "severity", "says"),
+    [
+        # an int counter on a module the frame gets as an input: dynamic after one recompile before 2.8
+        ("DL101_run_counter.py", (2, 6), Severity.INFO, "recompiles once and then treats the int as dynamic"),
+        ("DL101_run_module_argument.py", (2, 5), Severity.INFO, "recompiles once and then treats the int as dynamic"),
+        ("DL101_run_counter.py", (2, 8), Severity.WARNING, "after recompile_limit (8) the frame runs eagerly"),
+        # reached through a module container or a global: static there too, under the limit's old name before 2.7
+        ("DL101_run_blocks_from_constructor.py", (2, 6), Severity.WARNING, "after cache_size_limit (8)"),
+        ("DL101_run_module_global.py", (2, 7), Severity.WARNING, "after recompile_limit (8)"),
+        # floats: static on 2.5 whatever the site says, dynamic after one recompile whatever it says on 2.6 and 2.7
+        ("DL101_run_float_decay.py", (2, 5), Severity.WARNING, "`specialize_float` (on by default before torch 2.6)"),
+        ("DL101_run_float_dynamic_false.py", (2, 7), Severity.INFO, "recompiles once and then treats the float"),
+        ("DL101_run_float_dynamic_false.py", (2, 13), Severity.WARNING, "under `dynamic=False`, never makes"),
+    ],
+)
+def test_dl101_states_what_the_users_release_does(
+    fixture: str, release: tuple[int, int], severity: Severity, says: str
+) -> None:
+    """What each release does is measured by the oracle on that release (``make oracle TORCH=2.6.0``); here, that
+    the message and severity follow the release the user runs."""
+    path = FIXTURES / fixture
+    with torch_facts.targeting(torch_facts.TorchTarget(torch_facts.Release(*release))):
+        [found] = only(analyse((str(path), path.read_text(encoding="utf-8"))), "DL101")
+    assert found.severity is severity
+    assert says in found.message, found.message
 
 
 @pytest.mark.parametrize(

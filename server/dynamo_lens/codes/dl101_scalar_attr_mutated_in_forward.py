@@ -20,6 +20,13 @@ guard fails and the frame is compiled again.
 
 The guard that fails points at the *read* of the attribute; the write is what makes the value change.
 
+Older torch differs, and the message follows the torch you run (measured on 2.5.1, 2.6.0 and 2.7.1): an int
+attribute of a module the compiled frame gets as an input (its `self`, an argument, or a module held in an attribute
+of one) is made dynamic after one recompile there, 2 compiles in all, while one the frame reaches through a module
+container (`for block in self.blocks`) or a module-level global stays static as on 2.13; floats are static whatever
+`dynamic=` says on 2.5 (`specialize_float` was on by default) and are made dynamic after one recompile whatever it
+says on 2.6 and 2.7; the limit is called `cache_size_limit` before 2.7.
+
 Only `nn.Module` int attributes stay static: on a plain Python object whose method is compiled
 (`@torch.compile def step(self, ...)`), an int attribute is made dynamic after one recompile (measured: two
 compiles), so that case is reported as `info`. A helper object that is not a module but that a compiled module's
@@ -110,6 +117,7 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Edit, Finding, Fix, Related, Severity
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
+from dynamo_lens.static.semantic.reach import Node
 from dynamo_lens.static.semantic.state_flow import (
     Access,
     AttrFlow,
@@ -122,7 +130,13 @@ from dynamo_lens.static.semantic.state_flow import (
 )
 from dynamo_lens.static.semantic.values import SCALAR_KINDS
 from dynamo_lens.static.summary import AttrKind, CompileSite
-from dynamo_lens.torch_facts import UNSPEC_INT_FLAG_SINCE, torch_name
+from dynamo_lens.torch_facts import (
+    INT_MODULE_ATTR_DYNAMIC_SINCE,
+    INT_MODULE_ATTR_STATIC_SINCE,
+    UNSPEC_INT_FLAG_SINCE,
+    describes_since,
+    torch_name,
+)
 
 RULE = Rule(
     code="DL101",
@@ -210,7 +224,15 @@ def _finding(
     floats = settings.float_policy(index, sites) if kind == "float" else settings.FloatPolicy()
     setting: Related | None = None
     limit = settings.recompile_limit(index, sites)
-    if kind == "int" and unbounded and (not static or unspec is not None):
+    as_input = not limit.stance and _made_dynamic_as_input(index, flow, sites)  # a stance acts at the first recompile
+    if kind == "int" and unbounded and static and unspec is None and as_input:
+        severity = Severity.INFO
+        cost = (
+            f"Dynamo ({torch_name()}) guards `{name} == <value>` (EQUALS_MATCH), recompiles once and then treats the "
+            f"int as dynamic (before torch {INT_MODULE_ATTR_STATIC_SINCE} an int attribute of a module the compiled "
+            "frame gets as an input, or holds in an attribute of one, is made dynamic automatically): one extra compile"
+        )
+    elif kind == "int" and unbounded and (not static or unspec is not None):
         severity = Severity.INFO
         why = (
             "under `allow_unspec_int_on_nn_module = True`"
@@ -278,6 +300,19 @@ def _finding(
         fixes=fixes,
         data={"attribute": attr.attr, "kind": kind, "class": flow.cls[1], "unbounded": unbounded},
     )
+
+
+def _made_dynamic_as_input(index: WorkspaceIndex, flow: ClassFlow, sites: set[CompileSite]) -> bool:
+    """On the torch described, 2.5 to 2.7, the class's int attributes are made dynamic after one recompile: every
+    site's frame gets the instance as an input or an attribute of one, not from a module container or a global
+    (``torch_facts.INT_MODULE_ATTR_STATIC_SINCE``)."""
+    if describes_since(INT_MODULE_ATTR_STATIC_SINCE) or not describes_since(INT_MODULE_ATTR_DYNAMIC_SINCE):
+        return False
+    found = index.find_method(flow.cls, flow.entry)
+    if found is None or not sites:
+        return False
+    node: Node = ("method", found[0], flow.entry)
+    return all(node in index.reach.reached_nodes(site) and not index.reach.held_apart(site, node) for site in sites)
 
 
 def _static_ints(index: WorkspaceIndex, flow: ClassFlow, sites: set[CompileSite]) -> bool | None:

@@ -99,11 +99,11 @@ or method of another file (measured: GB0098 at the call of an imported disabled 
 or reached only under a condition is not reported). A call that runs only under a condition (its own `if`, or a
 call made conditionally on the way from the compile site, or a parameter the compiled call passes as
 `n if self.rope_type == "mrope" else None` when the statement needs it not to be `None`) is a hint: whether the
-program takes that branch is decided by its configuration and inputs, which a scan cannot see. The exception is a branch only the first call
-takes: its test is on an attribute the instance leaves `__init__` passing by a literal (`if self.first_batch:` with
-`self.first_batch = True`, `if self.table is None:` with `self.table = None`) and the branch itself changes it. That
-breaks the graph once, on the first call (measured on 2.13; the next call recompiles without the branch), so it is an
-info.
+program takes that branch is decided by its configuration and inputs, which a scan cannot see. The exception is a
+branch only the first call takes: its test is on an attribute the instance leaves `__init__` passing by a literal
+(`if self.first_batch:` with `self.first_batch = True`, `if self.table is None:` with `self.table = None`) and the
+branch itself changes it. That breaks the graph once, on the first call (measured on 2.13; the next call recompiles
+without the branch), so it is an info.
 
 ## Fix safety
 No automatic fix: moving a call out of the compiled region changes when it runs, and `capture_scalar_outputs`

@@ -65,12 +65,13 @@ class Reach:
         self._bindings: dict[tuple[str, str, str], CompileSite] = {}
         self._parents: dict[CompileSite, dict[Node, Node | None]] = {}
         self._entries: dict[CompileSite, list[_State]] = {}
-        self._successors: dict[tuple[Evaluator, _State], list[tuple[_State, int]]] = {}
+        self._successors: dict[tuple[Evaluator, _State], list[tuple[_State, int, bool]]] = {}
         self._site_evaluators: dict[CompileSite, Evaluator] = {}
         self._site_envs: dict[CompileSite, Env] = {}
         self._programs: dict[tuple[str, str], Evaluator] = {}
         self._always: dict[CompileSite, set[Node]] = {}
         self._first_call: dict[CompileSite, set[Node]] = {}
+        self._apart: dict[CompileSite, set[Node]] = {}
         self._state_holders: dict[Value, list[CompileSite]] | None = None
         self._call_holders: dict[Value, list[CompileSite]] | None = None
         self._link()
@@ -148,6 +149,13 @@ class Reach:
         """The site's compiled code runs ``node`` at least on its first call: every call on the way is made
         unconditionally or under self-resetting tests the instance starts out passing (``NodeAt.first_call``)."""
         return node in self._first_call.get(site, ()) or self.always_runs(site, node)
+
+    def held_apart(self, site: CompileSite, node: Node) -> bool:
+        """The site's compiled code runs ``node`` on an object it takes from a module container (``for block in
+        self.blocks: block(x)``, ``self.heads[i](x)``) or from a module-level name, at some hop of the way it first
+        reaches it, rather than on one of its inputs (its ``self``, an argument) or an object held in their
+        attributes (``self.sub(x)``): torch 2.5 to 2.7 guard the two kinds of object differently."""
+        return node in self._apart.get(site, ())
 
     def path(self, site: CompileSite, node: Node) -> list[str]:
         """The names of the functions and methods from the site's entry to ``node`` (at most :data:`MAX_PATH`
@@ -236,6 +244,7 @@ class Reach:
             self._bindings,
             self._always,
             self._first_call,
+            self._apart,
         )
 
     # -- the walk ------------------------------------------------------------------------------------------------
@@ -257,7 +266,10 @@ class Reach:
             self._parents[site] = parents
             always = self._always[site] = set()
             first_call = self._first_call[site] = set()
-            for state, node, parent, runs in self._walk(entries, evaluator):
+            apart = self._apart[site] = set()
+            for state, node, parent, runs, held_apart in self._walk(entries, evaluator):
+                if node not in parents and held_apart:
+                    apart.add(node)
                 parents.setdefault(node, parent)
                 if runs == ALWAYS:
                     always.add(node)
@@ -270,23 +282,27 @@ class Reach:
                 else:
                     self._function_sites.setdefault(node[1], set()).add(site)
 
-    def _walk(self, entries: Iterable[_State], evaluator: Evaluator) -> Iterator[tuple[_State, Node, Node | None, int]]:
-        """Every state reached from ``entries`` (breadth first), with the node it runs, the node it was reached from
-        and how surely a call runs it (:data:`ALWAYS`, :data:`FIRST_CALL` or :data:`CONDITIONAL`: the least sure
-        call on the way), once per better way of reaching it."""
-        pending: list[tuple[_State, Node | None, int]] = [(state, None, ALWAYS) for state in entries]
+    def _walk(
+        self, entries: Iterable[_State], evaluator: Evaluator
+    ) -> Iterator[tuple[_State, Node, Node | None, int, bool]]:
+        """Every state reached from ``entries`` (breadth first), with the node it runs, the node it was reached from,
+        how surely a call runs it (:data:`ALWAYS`, :data:`FIRST_CALL` or :data:`CONDITIONAL`: the least sure call on
+        the way) and whether a hop on the way took the object from a container or a global (:meth:`held_apart`),
+        once per better way of reaching it."""
+        pending: list[tuple[_State, Node | None, int, bool]] = [(state, None, ALWAYS, False) for state in entries]
         best: dict[_State, int] = {}
         while pending:
-            state, parent, runs = pending.pop(0)
+            state, parent, runs, apart = pending.pop(0)
             if best.get(state, -1) >= runs:
                 continue
             best[state] = runs
             node = self._visit(state)
             if node is None:
                 continue
-            yield state, node, parent, runs
+            yield state, node, parent, runs, apart
             pending.extend(
-                (successor, node, min(runs, call)) for successor, call in self._successors_of(state, evaluator)
+                (successor, node, min(runs, call), apart or hop_apart)
+                for successor, call, hop_apart in self._successors_of(state, evaluator)
             )
 
     def in_program(self, site: CompileSite, path: str, function: str) -> bool:
@@ -308,7 +324,7 @@ class Reach:
         if found is None:
             start = self._scope_state(path, site.scope)
             program = {(path, "")}
-            for _, node, _, _ in self._walk([start] if start is not None else [], self.evaluator):
+            for _, node, _, _, _ in self._walk([start] if start is not None else [], self.evaluator):
                 program.add((node[1][0], f"{node[1][1]}.{node[2]}") if node[0] == "method" else node[1])
             found = self._programs[(path, site.scope)] = Evaluator(self.files, self.classes, frozenset(program))
         return found
@@ -426,15 +442,16 @@ class Reach:
             return None
         return ("method", found[0], state[2])
 
-    def _successors_of(self, state: _State, evaluator: Evaluator) -> list[tuple[_State, int]]:
+    def _successors_of(self, state: _State, evaluator: Evaluator) -> list[tuple[_State, int, bool]]:
         known = self._successors.get((evaluator, state))
         if known is None:
             known = list(dict.fromkeys(self._compute_successors(state, evaluator)))
             self._successors[(evaluator, state)] = known
         return known
 
-    def _compute_successors(self, state: _State, evaluator: Evaluator) -> Iterator[tuple[_State, int]]:
-        """The states ``state`` calls, each with how surely the call is made (:data:`ALWAYS`, ...)."""
+    def _compute_successors(self, state: _State, evaluator: Evaluator) -> Iterator[tuple[_State, int, bool]]:
+        """The states ``state`` calls, each with how surely the call is made (:data:`ALWAYS`, ...) and whether the
+        call takes its object from a container or a global."""
         if state[0] == "function":
             function = self.files.function_summary(state[1])
             if function is not None:
@@ -445,7 +462,7 @@ class Reach:
         if found is None:
             return
         owner, method = found
-        yield from self._self_calls(cls, owner, method)
+        yield from ((successor, runs, False) for successor, runs in self._self_calls(cls, owner, method))
         yield from self._called(method.calls, owner[0], cls, evaluator)
 
     def _self_calls(self, cls: ClassKey, owner: ClassKey, method: MethodSummary) -> Iterator[tuple[_State, int]]:
@@ -470,7 +487,7 @@ class Reach:
 
     def _called(
         self, calls: Iterable[CallSite], path: str, cls: ClassKey | None, evaluator: Evaluator
-    ) -> Iterator[tuple[_State, int]]:
+    ) -> Iterator[tuple[_State, int, bool]]:
         env = evaluator.self_env(cls) if cls is not None else NO_ENV
         for call in calls:
             func = call.func
@@ -488,8 +505,9 @@ class Reach:
             # Elements of a container all run (`for layer in self.layers`).
             one_of = not _element_of_something(func) and len({s[1] for s in states if s[0] == "method"}) > 1
             runs = CONDITIONAL if one_of else self._runs(call.guarded, call.first_call, cls)
+            taken = _element_of_something(func) or isinstance(_root(func), exprs.Global | exprs.Named)
             for state in states:
-                yield state, runs
+                yield state, runs, taken and state[0] == "method"  # a global function is no object taken apart
 
 
 def _root(target: exprs.Expr) -> exprs.Expr:

@@ -26,7 +26,14 @@ from dynamo_lens.model import Edit, Related, Span
 from dynamo_lens.static.context import FileContext, NodeAt
 from dynamo_lens.static.semantic.contexts import FORCE_EAGER, SET_STANCE
 from dynamo_lens.static.summary import CompileSite, DynamoSetting
-from dynamo_lens.torch_facts import ACCUMULATED_RECOMPILE_LIMIT, RECOMPILE_LIMIT
+from dynamo_lens.torch_facts import (
+    ACCUMULATED_RECOMPILE_LIMIT,
+    FLOAT_DYNAMIC_SINCE,
+    FLOAT_POLICY_SINCE,
+    RECOMPILE_LIMIT,
+    describes_since,
+    limit_setting,
+)
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -279,13 +286,13 @@ class Limit:
     def named(self) -> str:
         """``recompile_limit (8)``, or ``accumulated_recompile_limit (256)`` where that cap is the lower."""
         if self.capped:
-            return f"accumulated_recompile_limit ({self.accumulated})"
+            return f"{limit_setting(accumulated=True)} ({self.accumulated})"
         return self.named_recompile_limit
 
     @property
     def named_recompile_limit(self) -> str:
         """``recompile_limit (1000000)``, whether or not the accumulated cap is the lower."""
-        return "recompile_limit" if self.value is None else f"recompile_limit ({self.value})"
+        return limit_setting() if self.value is None else f"{limit_setting()} ({self.value})"
 
     @property
     def capped(self) -> bool:
@@ -433,11 +440,16 @@ def float_policy(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> FloatPo
     """Measured on 2.13 (a float argument, a float module attribute changed between calls, and one per regionally
     compiled block, 12 values each): ``specialize_float = True`` keeps it static even under ``dynamic=True`` (8
     compiles and the limit); ``dynamic=False`` keeps it static; ``dynamic=True`` makes it symbolic (1 compile);
-    ``automatic_dynamic_shapes = False`` keeps it static (8 + limit) unless the site says ``dynamic=True``."""
+    ``automatic_dynamic_shapes = False`` keeps it static (8 + limit) unless the site says ``dynamic=True``. Older
+    torch, for a module attribute: ``torch_facts.FLOAT_DYNAMIC_SINCE`` and ``FLOAT_POLICY_SINCE``."""
     sites = tuple(sites)
+    if not describes_since(FLOAT_DYNAMIC_SINCE):
+        return FloatPolicy(f"`specialize_float` (on by default before torch {FLOAT_DYNAMIC_SINCE})")
     special = in_force(index, "specialize_float", "True", sites)
     if special is not None:
         return FloatPolicy("`specialize_float = True`", related=set_here(special))
+    if not describes_since(FLOAT_POLICY_SINCE):
+        return FloatPolicy()  # 2.6 and 2.7: one recompile, then dynamic, whatever `dynamic=` says (measured)
     option = compile_option(sites, "dynamic")
     if option is not None and option[0] in ("False", "True"):
         if option[0] == "True":
