@@ -114,6 +114,7 @@ and 2.7."""
 
 CASES = (
     Case("DL101_run_counter.py", "DL101", LIMIT, limit_hit=True, severity="warning", before=(INT_AS_INPUT,)),
+    Case("DL101_run_counter_loop_bound.py", "DL101", LIMIT, limit_hit=True, severity="warning"),  # all releases
     Case("DL101_run_counter_reset.py", "DL101", LIMIT, limit_hit=True, severity="warning", before=(INT_AS_INPUT,)),
     Case(
         "DL101_counter_in_block_built_from_config.py",

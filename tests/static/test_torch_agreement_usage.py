@@ -31,7 +31,17 @@ from oracle import ORACLE_PYTHON, oracle_torch
 
 from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static import link, summarize
-from dynamo_lens.torch_facts import PINNED, TORCH_NN_METHOD_COMPILE_SINCE, Release
+from dynamo_lens.torch_facts import (
+    FLOAT_DYNAMIC_SINCE,
+    FLOAT_POLICY_SINCE,
+    INT_MODULE_ATTR_STATIC_SINCE,
+    PINNED,
+    RECOMPILE_LIMIT_NAME_SINCE,
+    TORCH_NN_METHOD_COMPILE_SINCE,
+    UNSPEC_INT_FLAG_SINCE,
+    Release,
+    limit_setting,
+)
 
 pytestmark = [pytest.mark.oracle, pytest.mark.usefixtures("describe_oracle_torch")]
 
@@ -66,12 +76,14 @@ class Hooks(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Since:
-    """From ``release`` on, the fixture compiles ``compiles`` times and these lines (not its marks) are reported."""
+class Differs:
+    """On the releases from ``release`` on (``Case.since``), or before it (``Case.before``), the fixture compiles
+    ``compiles`` times, and these lines (None: its marks) are reported."""
 
     release: Release
     compiles: int
-    lines: frozenset[int]
+    lines: frozenset[int] | None = None
+    limit_hit: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +97,12 @@ class Case:
     count_unknown: bool = False
     """How many entries the code makes is not known to the scan (one per distinct parameter shape of a model): the
     finding is ``info`` and says what happens past the limit, even where the fixture's count hits it."""
-    since: Since | None = None
+    since: Differs | None = None
     """What torch does from a later release on, where it differs (``torch_facts`` keys the claim by release)."""
+    before: tuple[Differs, ...] = ()
+    """What older releases do instead (the earliest bound that applies wins)."""
+    needs: Release | None = None
+    """The release that added what the fixture uses (a setting): older ones cannot run it."""
 
     @property
     def code(self) -> str:
@@ -107,21 +123,41 @@ class Case:
     def __str__(self) -> str:
         return self.fixture
 
-    def changed_on(self, release: Release | None) -> Since | None:
-        """What differs on ``release`` (the oracle's torch), or None when the case holds as written."""
-        return self.since if self.since is not None and (release or PINNED) >= self.since.release else None
+    def changed_on(self, release: Release | None) -> Differs | None:
+        """What differs on ``release`` (the oracle's torch), or None when the case holds as written; skips the test
+        where the release cannot run the fixture."""
+        release = release or PINNED
+        if self.needs is not None and release < self.needs:
+            pytest.skip(f"needs torch {self.needs}")
+        if self.since is not None and release >= self.since.release:
+            return self.since
+        older = [b for b in self.before if release < b.release]
+        return min(older, key=lambda b: b.release) if older else None
+
+
+INT_AS_INPUT = Differs(INT_MODULE_ATTR_STATIC_SINCE, 2)
+"""Before 2.8 an int attribute of a module the compiled frame gets as an input is made dynamic after one recompile."""
+FLOAT_ANY_POLICY = (Differs(FLOAT_DYNAMIC_SINCE, LIMIT, limit_hit=True), Differs(FLOAT_POLICY_SINCE, 2))
+"""A changing float attribute: static before 2.6, made dynamic after one recompile whatever the site says on 2.6
+and 2.7."""
 
 
 CASES = (
     # DL107: instances compiled one by one share a forward: one entry per value of a per-instance scalar it reads
-    Case("DL107_layer_index_regional.py", LIMIT, limit_hit=True),
-    Case("DL107_twelve_layers.py", LIMIT, limit_hit=True),  # twelve known values: the fix raises the limit to 12
-    Case("DL107_layers_appended_by_helper.py", LIMIT, limit_hit=True),  # the list a helper appends the blocks to
-    Case("DL107_layer_index_raised_limit.py", 12, limit=12),  # under that limit: one entry per layer, bounded
-    Case("DL107_four_layers.py", 4),
-    Case("DL107_float_scale_per_layer.py", 2),  # a float per layer: dynamic after one recompile
-    Case("DL107_float_scale_dynamic_false.py", LIMIT, limit_hit=True),  # dynamic=False keeps it static
-    Case("DL107_float_scale_automatic_dynamic_off.py", LIMIT, limit_hit=True),  # so does the project's setting
+    Case("DL107_layer_index_regional.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
+    # twelve known values: the fix raises the limit to 12
+    Case("DL107_twelve_layers.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
+    # the list a helper appends the blocks to
+    Case("DL107_layers_appended_by_helper.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
+    # under that limit: one entry per layer, bounded
+    Case("DL107_layer_index_raised_limit.py", 12, limit=12, before=(INT_AS_INPUT,), needs=RECOMPILE_LIMIT_NAME_SINCE),
+    Case("DL107_four_layers.py", 4, before=(INT_AS_INPUT,)),
+    # a float per layer: dynamic after one recompile
+    Case("DL107_float_scale_per_layer.py", 2, before=FLOAT_ANY_POLICY[:1]),
+    # dynamic=False keeps it static
+    Case("DL107_float_scale_dynamic_false.py", LIMIT, limit_hit=True, before=FLOAT_ANY_POLICY),
+    # so does the project's setting
+    Case("DL107_float_scale_automatic_dynamic_off.py", LIMIT, limit_hit=True, before=FLOAT_ANY_POLICY),
     Case("DL107_flag_per_stack.py", 2),
     Case("DL107_flag_from_config_field.py", 2),  # `config.moe is not None`, the config built per layer in a loop
     Case("DL107_choice_through_loop_local.py", 2),  # `attention = ... if is_full else None`, then the constructor
@@ -129,29 +165,45 @@ CASES = (
     Case("DL107_layer_width_per_block.py", LIMIT, limit_hit=True),  # parameter shapes per block stay static
     Case("DL107_layer_width_four_stages.py", 4),  # four widths: one entry each, bounded
     Case("DL107_ok_layer_width_whole_model.py", 1),  # inlined into one frame: one graph for every width
-    Case("DL107_layer_index_unspec_flag.py", 2),  # allow_unspec_int_on_nn_module: dynamic after one recompile
+    # allow_unspec_int_on_nn_module: dynamic after one recompile
+    Case("DL107_layer_index_unspec_flag.py", 2, needs=UNSPEC_INT_FLAG_SINCE),
     Case("DL107_ok_whole_model.py", 1),  # inlined into one frame: the values are constants of one graph
     Case("DL107_ok_index_unread.py", 1),  # not read by the compiled code: not guarded
     Case("DL107_ok_same_value.py", 1),  # built in a loop, but every instance gets the same value
     Case("DL107_ok_roles_within_layer.py", 1),  # values differ inside each layer, the same in every layer
     # DL111: int/str attributes compile per value (limit), floats and bools once more
-    Case("DL111_int_attr_loop.py", LIMIT, limit_hit=True),
+    Case("DL111_int_attr_loop.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
     Case("DL111_str_mode_via_wrapper.py", 3),  # three modes → three entries: unbounded in the number of values
     Case("DL111_subclass_helper.py", LIMIT, limit_hit=True),
-    Case("DL111_cross_file/train.py", 2),
-    Case("DL111_int_attr_unspec_flag.py", 2),  # allow_unspec_int_on_nn_module: dynamic after one recompile
-    Case("DL111_float_attr_dynamic_false.py", LIMIT, limit_hit=True),  # dynamic=False: a float per value
-    Case("DL111_ok_float_attr_dynamic_true.py", 1),  # dynamic=True: symbolic from the start
+    Case("DL111_cross_file/train.py", 2, before=FLOAT_ANY_POLICY[:1]),
+    # allow_unspec_int_on_nn_module: dynamic after one recompile
+    Case("DL111_int_attr_unspec_flag.py", 2, needs=UNSPEC_INT_FLAG_SINCE),
+    # dynamic=False: a float per value
+    Case("DL111_float_attr_dynamic_false.py", LIMIT, limit_hit=True, before=FLOAT_ANY_POLICY),
+    Case(  # dynamic=True: symbolic from the start (not yet on 2.6 and 2.7; floats were static on 2.5)
+        "DL111_ok_float_attr_dynamic_true.py",
+        1,
+        before=(
+            Differs(FLOAT_DYNAMIC_SINCE, LIMIT, frozenset({22}), limit_hit=True),
+            Differs(FLOAT_POLICY_SINCE, 2, frozenset({22})),
+        ),
+    ),
     Case("DL111_float_attr_specialized.py", LIMIT, limit_hit=True),  # specialize_float = True beats dynamic=True
     # through an object that holds the compiled model (`self.model.x = ...` in a trainer's method)
-    Case("DL111_trainer_holds_model.py", LIMIT, limit_hit=True),
+    Case("DL111_trainer_holds_model.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
     Case("DL111_trainer_switches_flag.py", 2),
     Case("DL111_ok_trainer_configures_first.py", 1),
     # a method of a submodule changes what the compiled forward reads through it (`self.rope.scale`)
-    Case("DL111_setter_method_under_schedule.py", 3),
-    Case("DL111_setter_method_every_step.py", LIMIT, limit_hit=True),
-    Case("DL111_own_setter_method.py", LIMIT, limit_hit=True),  # the compiled module's own method
-    Case("DL111_setter_argument_every_step.py", LIMIT, limit_hit=True),  # the argument the setter stores
+    Case(
+        "DL111_setter_method_under_schedule.py",
+        3,
+        before=(Differs(FLOAT_DYNAMIC_SINCE, 3), Differs(FLOAT_POLICY_SINCE, 2)),
+    ),
+    Case("DL111_setter_method_every_step.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
+    # the compiled module's own method
+    Case("DL111_own_setter_method.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
+    # the argument the setter stores
+    Case("DL111_setter_argument_every_step.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
     Case("DL111_ok_setter_same_constant.py", 1),
     Case("DL111_ok_setter_before_first_call.py", 1),
     Case("DL111_ok_unread_attr.py", 1),
@@ -278,7 +330,7 @@ CASES = (
     Case("DL208_ok_closure_benchmarked_under_inference_mode.py", 1),  # the closure is only called under the mode
     # torch.nn frames are skipped on 2.13: nothing compiles; 2.14 compiles them, and no_grad adds an entry, which the
     # scan does not see yet (the grad-mode check follows calls of the compiled object, here the receiver): a miss
-    Case("DL208_ok_torch_nn_compile_in_place.py", 0, since=Since(TORCH_NN_METHOD_COMPILE_SINCE, 2, frozenset())),
+    Case("DL208_ok_torch_nn_compile_in_place.py", 0, since=Differs(TORCH_NN_METHOD_COMPILE_SINCE, 2, frozenset())),
     Case("DL208_requires_grad_flipped_in_loop.py", 2),  # each flip: one entry per requires_grad value
     Case("DL208_ok_requires_grad_set_once.py", 1),
     Case("DL208_step_published_by_setup.py", 2),  # `global step; step = torch.compile(step)`: its readers call it
@@ -408,11 +460,11 @@ def marked_lines(case: Case) -> set[tuple[str, int]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_static_finding_matches_torch(case: Case, measured: dict[str, Any]) -> None:
+    changed = case.changed_on(oracle_torch().release)
     seen = measured[case.fixture]
     assert seen["error"] is None, seen["error"]
-    changed = case.changed_on(oracle_torch().release)
     if changed is not None:
-        case = replace(case, compiles=changed.compiles, since=None)
+        case = replace(case, compiles=changed.compiles, limit_hit=changed.limit_hit, since=None, before=())
     assert max(seen["compiles"].values(), default=0) == case.compiles, seen["compiles"]
     assert bool(seen["limit_hits"]) == case.limit_hit, seen["limit_hits"]
     hits, eager = seen["hits"], seen["eager_hits"]
@@ -429,7 +481,11 @@ def test_static_finding_matches_torch(case: Case, measured: dict[str, Any]) -> N
             assert hits == eager, (hits, eager)
 
     findings = static_findings(case)
-    marks = marked_lines(case) if changed is None else {(case.script.name, line) for line in changed.lines}
+    marks = (
+        marked_lines(case)
+        if changed is None or changed.lines is None
+        else {(case.script.name, line) for line in changed.lines}
+    )
     assert {(f.span.path, f.span.line) for f in findings} == marks
     if not marks:
         assert not case.limit_hit and case.hooks in (Hooks.NONE, Hooks.SAME), "a quiet fixture must be cheap"
@@ -438,7 +494,8 @@ def test_static_finding_matches_torch(case: Case, measured: dict[str, Any]) -> N
     expected = Severity.WARNING if unbounded else Severity.INFO
     assert {f.severity for f in findings} == {expected}, [(f.span.line, f.severity) for f in findings]
     if case.limit_hit:  # the message names the limit torch hit
-        assert all(f"recompile_limit ({case.limit})" in f.message for f in findings), [f.message for f in findings]
+        named = f"{limit_setting()} ({case.limit})"
+        assert all(named in f.message for f in findings), [f.message for f in findings]
 
 
 def _per_value(case: Case) -> bool:

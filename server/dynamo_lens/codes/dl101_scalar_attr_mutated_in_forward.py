@@ -122,6 +122,7 @@ from dynamo_lens.static.semantic.state_flow import (
     Access,
     AttrFlow,
     ClassFlow,
+    bounds_a_loop,
     init_related,
     judge_attrs,
     read_related,
@@ -130,13 +131,7 @@ from dynamo_lens.static.semantic.state_flow import (
 )
 from dynamo_lens.static.semantic.values import SCALAR_KINDS
 from dynamo_lens.static.summary import AttrKind, CompileSite
-from dynamo_lens.torch_facts import (
-    INT_MODULE_ATTR_DYNAMIC_SINCE,
-    INT_MODULE_ATTR_STATIC_SINCE,
-    UNSPEC_INT_FLAG_SINCE,
-    describes_since,
-    torch_name,
-)
+from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, UNSPEC_INT_FLAG_SINCE, torch_name
 
 RULE = Rule(
     code="DL101",
@@ -224,13 +219,15 @@ def _finding(
     floats = settings.float_policy(index, sites) if kind == "float" else settings.FloatPolicy()
     setting: Related | None = None
     limit = settings.recompile_limit(index, sites)
-    as_input = not limit.stance and _made_dynamic_as_input(index, flow, sites)  # a stance acts at the first recompile
+    # a stance acts at the first recompile; a loop bound stays specialised
+    as_input = not limit.stance and not bounds_a_loop(index, flow.cls, attr.attr) and _made_dynamic(index, flow, sites)
     if kind == "int" and unbounded and static and unspec is None and as_input:
         severity = Severity.INFO
         cost = (
             f"Dynamo ({torch_name()}) guards `{name} == <value>` (EQUALS_MATCH), recompiles once and then treats the "
             f"int as dynamic (before torch {INT_MODULE_ATTR_STATIC_SINCE} an int attribute of a module the compiled "
-            "frame gets as an input, or holds in an attribute of one, is made dynamic automatically): one extra compile"
+            "frame gets as an input, or holds in an attribute of one, is made dynamic automatically): one extra "
+            "compile, and one per outcome of a branch that tests it"
         )
     elif kind == "int" and unbounded and (not static or unspec is not None):
         severity = Severity.INFO
@@ -302,17 +299,12 @@ def _finding(
     )
 
 
-def _made_dynamic_as_input(index: WorkspaceIndex, flow: ClassFlow, sites: set[CompileSite]) -> bool:
-    """On the torch described, 2.5 to 2.7, the class's int attributes are made dynamic after one recompile: every
-    site's frame gets the instance as an input or an attribute of one, not from a module container or a global
-    (``torch_facts.INT_MODULE_ATTR_STATIC_SINCE``)."""
-    if describes_since(INT_MODULE_ATTR_STATIC_SINCE) or not describes_since(INT_MODULE_ATTR_DYNAMIC_SINCE):
-        return False
+def _made_dynamic(index: WorkspaceIndex, flow: ClassFlow, sites: set[CompileSite]) -> bool:
+    """The torch described makes the class's int attributes dynamic after one recompile where the flow's entry runs
+    (``settings.made_dynamic_as_input``)."""
     found = index.find_method(flow.cls, flow.entry)
-    if found is None or not sites:
-        return False
-    node: Node = ("method", found[0], flow.entry)
-    return all(node in index.reach.reached_nodes(site) and not index.reach.held_apart(site, node) for site in sites)
+    node: Node | None = ("method", found[0], flow.entry) if found is not None else None
+    return node is not None and settings.made_dynamic_as_input(index, sites, node)
 
 
 def _static_ints(index: WorkspaceIndex, flow: ClassFlow, sites: set[CompileSite]) -> bool | None:

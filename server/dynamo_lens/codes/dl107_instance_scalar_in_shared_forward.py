@@ -35,6 +35,11 @@ whose `nn.Linear` layers take the block's width compiled 8 times and hit the lim
 `dynamic=True`, `dynamic=False` or nothing and with `force_parameter_static_shapes = False` (warning); four widths
 compiled 4 times (info); the twelve compiled as one model, once.
 
+Older torch differs, and the message follows the torch you run (measured on 2.5.1, 2.6.0 and 2.7.1): there an int
+attribute of the module a compiled frame runs on is made dynamic after one recompile (2 compiles in all) unless the
+code uses it as a `range()` bound; floats are static on 2.5 whatever `dynamic=` says, and made dynamic after one
+recompile whatever it says on 2.6 and 2.7; the limit is called `cache_size_limit` before 2.7.
+
 ## Example
 ```python
 class Block(nn.Module):
@@ -99,9 +104,10 @@ from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.instances import CHOICE, InstanceArgument, instance_arguments
+from dynamo_lens.static.semantic.state_flow import bounds_a_loop
 from dynamo_lens.static.semantic.usage import READ_EVENTS
 from dynamo_lens.static.summary import AttrInit, CompileSite, StateEvent
-from dynamo_lens.torch_facts import torch_name
+from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, torch_name
 
 RULE = Rule(
     code="DL107",
@@ -292,6 +298,16 @@ def _finding(
         cost = "one recompile, after which Dynamo makes the float dynamic (2 compiles in all)"
     elif unspec is not None:
         cost = "under `allow_unspec_int_on_nn_module = True` it recompiles once, then treats the int as dynamic"
+    elif (
+        kind == "int"
+        and not limit.stance
+        and settings.made_dynamic_as_input(index, sites)
+        and not bounds_a_loop(index, cls, init.name)
+    ):
+        cost = (
+            f"one recompile, after which Dynamo makes the int dynamic (before torch {INT_MODULE_ATTR_STATIC_SINCE} an "
+            "int attribute of the module a compiled frame runs on is made dynamic automatically): 2 compiles in all"
+        )
     elif count > 0 and limit.allows(count):
         cost = f"one entry per value ({count} compiles in all){limit.within(count)}"
     else:

@@ -25,6 +25,11 @@ on the next call. Measured on torch 2.13 (`backend="eager"`, 12 calls, a new val
 Setting the attribute through the compiled wrapper (`compiled.k = 3`) writes the original module's attribute and
 behaves the same (8 compiles + limit for an int).
 
+Older torch differs, and the message follows the torch you run (measured on 2.5.1, 2.6.0 and 2.7.1): there an int
+attribute of the module a compiled frame runs on is made dynamic after one recompile (2 compiles in all) unless the
+code uses it as a `range()` bound; floats are static on 2.5 whatever `dynamic=` says, and made dynamic after one
+recompile whatever it says on 2.6 and 2.7; the limit is called `cache_size_limit` before 2.7.
+
 ## Example
 ```python
 model = Model()                     # forward reads self.k
@@ -85,7 +90,7 @@ from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.evaluate import Instance, MethodValue, Value
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.program import callers_of, calls, compiled_callees
-from dynamo_lens.static.semantic.state_flow import closure, written_kinds
+from dynamo_lens.static.semantic.state_flow import bounds_a_loop, closure, written_kinds
 from dynamo_lens.static.semantic.usage import (
     compiled_code_reads,
     loop_scalars,
@@ -96,7 +101,7 @@ from dynamo_lens.static.semantic.usage import (
 )
 from dynamo_lens.static.semantic.values import SCALAR_KINDS
 from dynamo_lens.static.summary import AttrWrite, CallSite, Candidate, CompileSite
-from dynamo_lens.torch_facts import torch_name
+from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, torch_name
 
 RULE = Rule(
     code="DL111",
@@ -126,6 +131,16 @@ class StateChange(Candidate):
     read: Related | None = None
     """Where compiled code reads the attribute, when it reads it through another object (``self.yarn.attn_scale``
     in the compiled model's forward); None: a method of the attribute's own class reads it."""
+
+
+def _made_dynamic(index: WorkspaceIndex, candidate: StateChange) -> bool:
+    """The torch described makes the int attribute dynamic after one recompile (``settings.made_dynamic_as_input``:
+    the compiled module's own, or one of an object its code reads through an attribute, ``self.clock.ticks``),
+    unless the compiled code uses it as a loop bound."""
+    if not settings.made_dynamic_as_input(index, (candidate.site,)):
+        return False
+    member = candidate.read is not None
+    return not any(bounds_a_loop(index, cls, candidate.attr, member) for cls in index.compiled_classes(candidate.site))
 
 
 def collect(ctx: FileContext) -> Iterator[StateChange]:
@@ -190,6 +205,14 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
             "(2 compiles in all)"
         )
         setting = settings.set_here(unspec)
+    elif kind == "int" and candidate.varies and _made_dynamic(index, candidate):
+        severity = Severity.INFO
+        message = (
+            f"{name} (int{setter}) changes between calls of the compiled module, whose code reads it: "
+            f"{torch_name()} recompiles once, then treats the int as dynamic (before torch "
+            f"{INT_MODULE_ATTR_STATIC_SINCE} an int attribute of a compiled module is made dynamic automatically): 2 "
+            "compiles in all"
+        )
     elif kind in ("int", "str") and candidate.varies:
         severity = RULE.default_severity
         message = (

@@ -150,6 +150,9 @@ class MethodSummary:
     """Parameters whose default is a literal, with its ``repr``."""
     lookups: frozenset[str] = frozenset()
     """Attributes of ``self`` whose keys it looks up (``key in self.cache``, ``self.cache.get(key)``): caches."""
+    range_bounds: frozenset[str] = frozenset()
+    """Attributes of ``self`` it reads inside the arguments of ``range()`` (``n``, or ``cfg.n`` for
+    ``self.cfg.n``): loop bounds Dynamo keeps specialised."""
     member_reads: tuple[tuple[str, str], ...] = ()
     """``self.<attr>.<member>`` loads, as (attr, member): what it reads of the objects its attributes hold."""
 

@@ -141,6 +141,7 @@ class _FunctionBuilder:
     read_since_change: set[str] = field(default_factory=set)
     """Attributes already read since their last change: a repeated read adds nothing to the flow analysis."""
     lookups: set[str] = field(default_factory=set)
+    range_bounds: set[str] = field(default_factory=set)
     """Attributes whose keys it looks up (``key in self.cache``, ``self.cache.get(key)``)."""
     member_reads: set[tuple[str, str]] = field(default_factory=set)
     """``self.<attr>.<member>`` loads: (attr, member)."""
@@ -272,6 +273,8 @@ class Walker:
         """Inside a body of ``function`` that runs only under a condition (``NodeAt.guarded``)."""
         self.eager_only = False
         """Inside code Dynamo never traces (``NodeAt.eager_only``)."""
+        self.range_bound = False
+        """Inside the arguments of a ``range()`` call: what is read there is a loop bound."""
         self._range_names: dict[int, frozenset[str]] = {}
         """``range()`` loop variables of each scope, by ``id`` of its node (``_argument_kinds``)."""
         self.grad = ""
@@ -779,14 +782,23 @@ class Walker:
             owner = self._self_attr(node.value)
             if owner is not None and isinstance(node.ctx, ast.Load) and self.function is not None:
                 self.function.member_reads.add((owner, node.attr))
+                if self.range_bound:
+                    self.function.range_bounds.add(f"{owner}.{node.attr}")
             self.visit(node.value)
         elif isinstance(node.ctx, ast.Load):
+            if self.range_bound and self.function is not None:
+                self.function.range_bounds.add(attr)
             self._event("read", attr, node)
 
     def _call(self, node: ast.Call) -> None:
         func = node.func
         function = self.function
         if function is not None and function.self_name is not None and self._self_call(node, func):
+            return
+        if isinstance(func, ast.Name) and func.id == "range" and not self.range_bound:
+            self.range_bound = True
+            self._visit_arguments(node)
+            self.range_bound = False
             return
         self.visit(func)
         self.visit_all(node.args)
@@ -1226,6 +1238,7 @@ class Walker:
                 annotations=self._annotations(m),
                 defaults=_defaults(m.node),
                 lookups=frozenset(m.lookups),
+                range_bounds=frozenset(m.range_bounds),
                 member_reads=tuple(sorted(m.member_reads)),
             )
             for m in builder.methods

@@ -18,7 +18,7 @@ A setting whose value the scan cannot read (``= args.flag``) is *possible* at mo
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,8 @@ from dynamo_lens.torch_facts import (
     ACCUMULATED_RECOMPILE_LIMIT,
     FLOAT_DYNAMIC_SINCE,
     FLOAT_POLICY_SINCE,
+    INT_MODULE_ATTR_DYNAMIC_SINCE,
+    INT_MODULE_ATTR_STATIC_SINCE,
     RECOMPILE_LIMIT,
     describes_since,
     limit_setting,
@@ -37,6 +39,7 @@ from dynamo_lens.torch_facts import (
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
+    from dynamo_lens.static.semantic.reach import Node
 
 CONFIG = "torch._dynamo.config"
 PATCH = f"{CONFIG}.patch"
@@ -459,6 +462,20 @@ def float_policy(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> FloatPo
     if automatic is not None:
         return FloatPolicy("`automatic_dynamic_shapes = False`", related=set_here(automatic))
     return FloatPolicy()
+
+
+def made_dynamic_as_input(index: WorkspaceIndex, sites: Collection[CompileSite], node: Node | None = None) -> bool:
+    """Whether the torch described makes an int attribute of a module dynamic after one recompile, as 2.5 to 2.7 do
+    for a module that every site's frame gets as an input (its ``self``, an argument, or a module held in an
+    attribute of one); ``node`` is the method that reads it (None: the sites' own module). Not for one the frame takes
+    from a module container or a global on the way (``Reach.held_apart``), nor before 2.5 or from 2.8
+    (``torch_facts.INT_MODULE_ATTR_STATIC_SINCE``). A ``range()`` bound stays specialised: the checks ask
+    ``state_flow.bounds_a_loop``."""
+    if describes_since(INT_MODULE_ATTR_STATIC_SINCE) or not describes_since(INT_MODULE_ATTR_DYNAMIC_SINCE):
+        return False
+    if not sites or node is None:
+        return bool(sites)
+    return all(node in index.reach.reached_nodes(site) and not index.reach.held_apart(site, node) for site in sites)
 
 
 def config_edit(index: WorkspaceIndex, path: str, name: str, value: str) -> Edit | None:
