@@ -375,7 +375,7 @@ def test_torch_compiles_as_the_docs_claim(case: Case, observed: dict[str, dict[s
     breaks = [g for g in seen["graph_breaks"] if g["path"] == str(case.path)]
     if case.breaks_at is not None:
         assert {g["line"] for g in breaks} == (marked_lines(case) if case.graph_break else case.breaks_at), breaks
-    if case.graph_break is not None:
+    if case.graph_break is not None and oracle_torch().gb_ids():  # no ids before 2.8, which ships no registry
         assert {g["gb_id"] for g in breaks} == {case.graph_break}
 
 

@@ -128,6 +128,11 @@ def gb(*ids: str) -> frozenset[str]:
     return frozenset(ids)
 
 
+def registered(ids: frozenset[str]) -> frozenset[str]:
+    """The graph-break ids the oracle's torch reports: none before 2.8, which ships no registry."""
+    return ids if oracle_torch().gb_ids() else frozenset()
+
+
 CASES = (
     # DL204 global-mutated: global ints and strings always specialise → limit hit
     Case("DL204_global_int_loop.py", "DL204", Expect.RECOMPILE, RECOMPILE_LIMIT, limit_hit=True),
@@ -362,7 +367,7 @@ def test_torch_does_what_the_fixture_claims(case: Case, observed: dict[str, Obse
     if case.expect is Expect.RAISED:
         assert marks, "mark the line torch raises on"
         assert seen.raised_lines == marks, seen.error
-        assert seen.raised_gb_ids == case.gb_ids, seen.error
+        assert seen.raised_gb_ids == registered(case.gb_ids), seen.error
     elif case.expect is Expect.QUIET:
         assert not marks, "a QUIET fixture must not mark lines"
         assert not seen.recompile_lines and not seen.graph_break_lines, seen
@@ -375,7 +380,7 @@ def test_torch_does_what_the_fixture_claims(case: Case, observed: dict[str, Obse
     else:
         assert marks, "mark the lines torch breaks on"
         assert seen.graph_break_lines == marks
-        assert seen.gb_ids == case.gb_ids
+        assert seen.gb_ids == registered(case.gb_ids)
     if case.compiles is not None:
         assert seen.max_compiles == case.compiles, seen.compiles
     assert bool(seen.limit_hits) == case.limit_hit, seen.limit_hits
