@@ -449,16 +449,21 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "static"
         ("DL101_run_float_decay.py", (2, 5), Severity.WARNING, "`specialize_float` (on by default before torch 2.6)"),
         ("DL101_run_float_dynamic_false.py", (2, 7), Severity.INFO, "recompiles once and then treats the float"),
         ("DL101_run_float_dynamic_false.py", (2, 13), Severity.WARNING, "under `dynamic=False`, never makes"),
+        # a loop bound stays specialised on every release
+        ("DL101_run_counter_loop_bound.py", (2, 6), Severity.WARNING, "after cache_size_limit (8)"),
+        # a counter created in forward: absent, its first value, then dynamic before 2.8
+        ("DL103_run_getattr_counter.py", (2, 7), Severity.INFO, "3 compiles in all"),
+        ("DL103_run_getattr_counter.py", (2, 8), Severity.WARNING, "every call recompiles"),
     ],
 )
-def test_dl101_states_what_the_users_release_does(
+def test_module_state_codes_state_what_the_users_release_does(
     fixture: str, release: tuple[int, int], severity: Severity, says: str
 ) -> None:
     """What each release does is measured by the oracle on that release (``make oracle TORCH=2.6.0``); here, that
     the message and severity follow the release the user runs."""
     path = FIXTURES / fixture
     with torch_facts.targeting(torch_facts.TorchTarget(torch_facts.Release(*release))):
-        [found] = only(analyse((str(path), path.read_text(encoding="utf-8"))), "DL101")
+        [found] = only(analyse((str(path), path.read_text(encoding="utf-8"))), fixture[:5])
     assert found.severity is severity
     assert says in found.message, found.message
 

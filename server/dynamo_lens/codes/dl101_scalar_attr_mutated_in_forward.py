@@ -117,13 +117,12 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Edit, Finding, Fix, Related, Severity
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
-from dynamo_lens.static.semantic.reach import Node
 from dynamo_lens.static.semantic.state_flow import (
     Access,
     AttrFlow,
     ClassFlow,
-    bounds_a_loop,
     init_related,
+    ints_made_dynamic,
     judge_attrs,
     read_related,
     sites_of,
@@ -219,8 +218,7 @@ def _finding(
     floats = settings.float_policy(index, sites) if kind == "float" else settings.FloatPolicy()
     setting: Related | None = None
     limit = settings.recompile_limit(index, sites)
-    # a stance acts at the first recompile; a loop bound stays specialised
-    as_input = not limit.stance and not bounds_a_loop(index, flow.cls, attr.attr) and _made_dynamic(index, flow, sites)
+    as_input = not limit.stance and ints_made_dynamic(index, flow, attr.attr, sites)  # a stance acts at once
     if kind == "int" and unbounded and static and unspec is None and as_input:
         severity = Severity.INFO
         cost = (
@@ -297,14 +295,6 @@ def _finding(
         fixes=fixes,
         data={"attribute": attr.attr, "kind": kind, "class": flow.cls[1], "unbounded": unbounded},
     )
-
-
-def _made_dynamic(index: WorkspaceIndex, flow: ClassFlow, sites: set[CompileSite]) -> bool:
-    """The torch described makes the class's int attributes dynamic after one recompile where the flow's entry runs
-    (``settings.made_dynamic_as_input``)."""
-    found = index.find_method(flow.cls, flow.entry)
-    node: Node | None = ("method", found[0], flow.entry) if found is not None else None
-    return node is not None and settings.made_dynamic_as_input(index, sites, node)
 
 
 def _static_ints(index: WorkspaceIndex, flow: ClassFlow, sites: set[CompileSite]) -> bool | None:

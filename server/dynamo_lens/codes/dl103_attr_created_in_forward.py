@@ -14,6 +14,9 @@ after which the frame runs eagerly.
 An attribute that is only written, never read back by compiled code, is free (measured: one compile; Dynamo only
 checks that the name does not shadow a parameter, buffer or submodule). It is not flagged.
 
+Older torch differs, and the message follows the torch you run: on 2.5.1, 2.6.0 and 2.7.1 an int counter created
+this way compiled 3 times (absent, its first value, then a symbolic int), not 8 with the limit.
+
 ## Example
 ```python
 class Model(nn.Module):
@@ -53,7 +56,16 @@ from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import HASATTR, SELF_FLAG
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
-from dynamo_lens.static.semantic.state_flow import AttrFlow, ClassFlow, closure, keep_loudest, sites_of, stateful_flows
+from dynamo_lens.static.semantic.state_flow import (
+    AttrFlow,
+    ClassFlow,
+    closure,
+    ints_made_dynamic,
+    keep_loudest,
+    sites_of,
+    stateful_flows,
+)
+from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE
 
 RULE = Rule(
     code="DL103",
@@ -120,7 +132,21 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Finding | 
     )
     sites = sites_of(index, [first, *reads])
     limit = settings.recompile_limit(index, sites)
-    if counter:
+    made_dynamic = (
+        kinds <= {"int", "unknown"}
+        and not any(a.event.detail == "concat" for a in writes)
+        and not limit.stance
+        and ints_made_dynamic(index, flow, attr.attr, sites)
+    )
+    severity: Severity | None = Severity.INFO
+    if counter and made_dynamic:
+        cost = (
+            "the first call guards that it does not exist, the second guards its first value (EQUALS_MATCH), and the "
+            f"third makes the int dynamic (before torch {INT_MODULE_ATTR_STATIC_SINCE} an int attribute of a module "
+            "the compiled frame gets as an input is made dynamic automatically): 3 compiles in all"
+        )
+    elif counter:
+        severity = None  # the rule's: every call recompiles
         cost = (
             "the first call guards that it does not exist, and then each new value is guarded (EQUALS_MATCH): "
             f"every call recompiles; {limit.past()}"
@@ -138,8 +164,8 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Finding | 
         first.event.span,
         message,
         sites,
-        severity=None if counter else Severity.INFO,
-        related=related + (limit.related if counter else ()),
+        severity=severity,
+        related=related + (limit.related if severity is None else ()),
         data={"attribute": attr.attr, "class": flow.cls[1]},
     )
 

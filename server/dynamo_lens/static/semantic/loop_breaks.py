@@ -14,23 +14,21 @@ holds comes from the evaluator.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
 from dynamo_lens.model import Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.semantic.evaluate import External, Opaque, Slot
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
-from dynamo_lens.static.summary import CallSite, MethodSummary
+from dynamo_lens.static.summary import AttrKind, CallSite, MethodSummary
 
 TRACED_PACKAGES = frozenset(
     {"torch", "builtins", "collections", "math", "operator", "itertools", "functools", "numpy", "einops",
      "tensordict", "typing", "dataclasses", "enum", "copy", "random"}
 )  # fmt: skip
 """Packages whose objects Dynamo traces (or models): their methods are not opaque calls."""
-TRACED_KINDS = frozenset(
-    {"int", "float", "bool", "str", "none", "tensor", "parameter", "buffer", "list", "dict", "set", "tuple",
-     "submodule"}
-)  # fmt: skip
-"""Attribute kinds (``AttrInit.kind``) Dynamo traces methods of."""
+TRACED_KINDS = frozenset(get_args(AttrKind)) - {"unknown"}
+"""Attribute kinds (``AttrInit.kind``) Dynamo traces methods of: every kind the scan can tell."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +48,7 @@ def eager_if_breaks(index: WorkspaceIndex, cls: ClassKey, method: MethodSummary,
     ``cls``) eagerly, if that call breaks the graph; None when the statement is traced whatever those calls do."""
     calls = opaque_calls(index, cls, method)
     position = (at.line, at.column)
-    start = max(((c.call.span.line, c.call.span.column) for c in calls if not c.call.in_loop and _at(c) < position),
-                default=None)  # fmt: skip
+    start = max((_at(c) for c in calls if not c.call.in_loop and _at(c) < position), default=None)
     first = next((c for c in calls if start is None or _at(c) > start), None)
     return first if first is not None and first.call.in_loop else None
 

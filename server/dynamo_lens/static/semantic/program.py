@@ -181,11 +181,15 @@ def runs_only_sometimes(
     """Whether some compiled call of ``function`` passes, for a parameter a statement needs, an argument that is a
     literal ruling the statement out on some runs and something else on others (``size if rope == "mrope" else
     None``, a variable bound to ``None`` or to a tensor): the statement runs only under a condition of that call."""
-    requires = tuple(r for r in requires if not r[0].startswith(SELF_FLAG))
-    for site in sites if requires else ():
+    requires = tuple(r for r in requires if not r[0].startswith(SELF_FLAG))  # an instance's: `flags` decides
+    if not requires:
+        return False
+    for site in sites:
         values = _literals(index, site, path, function, 3)
-        for param, kind, expected in requires if values is not None else ():
-            passed = values.get(param) if values is not None else None
+        if values is None:
+            continue
+        for param, kind, expected in requires:
+            passed = values.get(param)
             if passed and RUNTIME in passed and any(v != RUNTIME and exprs.holds(v, kind) != expected for v in passed):
                 return True
     return False

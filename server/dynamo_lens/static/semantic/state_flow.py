@@ -24,6 +24,7 @@ from functools import partial
 from typing import Any
 
 from dynamo_lens.model import Finding, Related, Severity, Span
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.flags import undecided_flag
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.loop_breaks import OpaqueCall, eager_if_breaks
@@ -429,6 +430,15 @@ def bounds_a_loop(index: WorkspaceIndex, cls: ClassKey, attr: str, member: bool 
         for method in summary.methods
         for bound in method.range_bounds
     )
+
+
+def ints_made_dynamic(index: WorkspaceIndex, flow: ClassFlow, attr: str, sites: set[CompileSite]) -> bool:
+    """The torch described makes the int ``self.<attr>`` of the flow's class dynamic after one recompile where the
+    flow's entry runs (``settings.made_dynamic_as_input``), and the class does not use it as a loop bound."""
+    found = index.find_method(flow.cls, flow.entry)
+    if found is None or bounds_a_loop(index, flow.cls, attr):
+        return False
+    return settings.made_dynamic_as_input(index, sites, ("method", found[0], flow.entry))
 
 
 def unseen_summaries(
