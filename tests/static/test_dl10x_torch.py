@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oracle import ORACLE_PYTHON, oracle_torch
+from oracle import FLOAT_ANY_POLICY, INT_AS_INPUT, ORACLE_PYTHON, Differs, earliest_before, oracle_torch
 
 from dynamo_lens.model import Finding, Fix, Severity
 from dynamo_lens.static import link, summarize
@@ -43,18 +43,6 @@ LIMIT = 8  # torch._dynamo.config.recompile_limit on 2.13
 
 
 @dataclass(frozen=True)
-class Before:
-    """Before ``release``, what torch does instead of what the case says (measured on the releases below it)."""
-
-    release: Release
-    compiles: int
-    limit_hit: bool = False
-    severity: str | None = None
-    lines: frozenset[int] | None = None
-    """The lines the finding is on, for a fixture whose marks describe the newer torch (none, for an ``ok_`` one)."""
-
-
-@dataclass(frozen=True)
 class Case:
     fixture: str
     code: str
@@ -71,7 +59,7 @@ class Case:
     """The compile past the limit raises ``FailOnRecompileLimitHit`` (``fullgraph=True``) instead of going eager."""
     stance: str = ""
     """The ``torch.compiler.set_stance`` the fixture sets after a warm-up call, which the message must name."""
-    before: tuple[Before, ...] = ()
+    before: tuple[Differs, ...] = ()
     """What older releases do instead (the earliest bound that applies wins)."""
     needs: Release | None = None
     """The release that added what the fixture uses (a setting, a keyword): older ones cannot run it."""
@@ -84,13 +72,9 @@ class Case:
 
     def on(self, release: Release | None) -> Case:
         """What this case expects on ``release`` (the oracle's torch); skips the test where it cannot run."""
-        release = release or PINNED
-        if self.needs is not None and release < self.needs:
-            pytest.skip(f"needs torch {self.needs}")
-        older = [b for b in self.before if release < b.release]
-        if not older:
+        found = earliest_before(release, self.before, self.needs)
+        if found is None:
             return self
-        found = min(older, key=lambda b: b.release)
         return replace(
             self,
             compiles=found.compiles,
@@ -100,16 +84,6 @@ class Case:
             lines=found.lines,
             before=(),
         )
-
-
-INT_AS_INPUT = Before(INT_MODULE_ATTR_STATIC_SINCE, 2, severity="info")
-"""A module the frame gets as an input: its int counter is made dynamic after one recompile before 2.8."""
-FLOAT_ANY_POLICY = (
-    Before(FLOAT_DYNAMIC_SINCE, LIMIT, limit_hit=True, severity="warning"),
-    Before(FLOAT_POLICY_SINCE, 2, severity="info"),
-)
-"""A changing float attribute: static before 2.6, made dynamic after one recompile whatever the site says on 2.6
-and 2.7."""
 
 
 CASES = (
@@ -221,8 +195,8 @@ CASES = (
         "DL101",
         1,
         before=(
-            Before(FLOAT_DYNAMIC_SINCE, LIMIT, limit_hit=True, severity="warning", lines=frozenset({19})),
-            Before(FLOAT_POLICY_SINCE, 2, severity="info", lines=frozenset({19})),
+            Differs(FLOAT_DYNAMIC_SINCE, LIMIT, limit_hit=True, severity="warning", lines=frozenset({19})),
+            Differs(FLOAT_POLICY_SINCE, 2, severity="info", lines=frozenset({19})),
         ),
     ),
     Case("DL101_run_plain_object.py", "DL101", 2, severity="info"),
@@ -297,7 +271,7 @@ CASES = (
         0,
         severity="hint",
         breaks_at=None,
-        before=(Before(PINNED, 1, severity="hint"),),  # up to 2.8 `forward` compiled once, and never again
+        before=(Differs(PINNED, 1, severity="hint"),),  # up to 2.8 `forward` compiled once, and never again
     ),
     Case(  # the helper that reads the counter after the loop runs as a frame of its own, with no tensor work
         "DL101_run_counter_read_by_helper_after_opaque_loop.py", "DL101", 1, severity="hint", breaks_at=None
@@ -324,7 +298,7 @@ CASES = (
         LIMIT,
         limit_hit=True,
         severity="warning",
-        before=(Before(INT_MODULE_ATTR_STATIC_SINCE, 3, severity="info"),),
+        before=(Differs(INT_MODULE_ATTR_STATIC_SINCE, 3, severity="info"),),
     ),
     Case("DL103_ok_run_write_only.py", "DL103", 1),
     Case("DL104_run_setattr.py", "DL104", 3, severity="warning"),

@@ -27,14 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oracle import ORACLE_PYTHON, oracle_torch
+from oracle import FLOAT_ANY_POLICY, INT_AS_INPUT, ORACLE_PYTHON, Differs, earliest_before, oracle_torch
 
 from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static import link, summarize
 from dynamo_lens.torch_facts import (
     FLOAT_DYNAMIC_SINCE,
     FLOAT_POLICY_SINCE,
-    INT_MODULE_ATTR_STATIC_SINCE,
     PINNED,
     RECOMPILE_LIMIT_NAME_SINCE,
     TORCH_NN_METHOD_COMPILE_SINCE,
@@ -73,17 +72,6 @@ class Hooks(enum.Enum):
     SILENT = "silent"  # compiled run: 0 calls, eager run: some
     DIFFERS = "differs"  # compiled and eager counts differ
     SAME = "same"  # compiled and eager counts are equal
-
-
-@dataclass(frozen=True, slots=True)
-class Differs:
-    """On the releases from ``release`` on (``Case.since``), or before it (``Case.before``), the fixture compiles
-    ``compiles`` times, and these lines (None: its marks) are reported."""
-
-    release: Release
-    compiles: int
-    lines: frozenset[int] | None = None
-    limit_hit: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,20 +114,10 @@ class Case:
     def changed_on(self, release: Release | None) -> Differs | None:
         """What differs on ``release`` (the oracle's torch), or None when the case holds as written; skips the test
         where the release cannot run the fixture."""
-        release = release or PINNED
-        if self.needs is not None and release < self.needs:
-            pytest.skip(f"needs torch {self.needs}")
-        if self.since is not None and release >= self.since.release:
+        older = earliest_before(release, self.before, self.needs)
+        if self.since is not None and (release or PINNED) >= self.since.release:
             return self.since
-        older = [b for b in self.before if release < b.release]
-        return min(older, key=lambda b: b.release) if older else None
-
-
-INT_AS_INPUT = Differs(INT_MODULE_ATTR_STATIC_SINCE, 2)
-"""Before 2.8 an int attribute of a module the compiled frame gets as an input is made dynamic after one recompile."""
-FLOAT_ANY_POLICY = (Differs(FLOAT_DYNAMIC_SINCE, LIMIT, limit_hit=True), Differs(FLOAT_POLICY_SINCE, 2))
-"""A changing float attribute: static before 2.6, made dynamic after one recompile whatever the site says on 2.6
-and 2.7."""
+        return older
 
 
 CASES = (
@@ -184,8 +162,8 @@ CASES = (
         "DL111_ok_float_attr_dynamic_true.py",
         1,
         before=(
-            Differs(FLOAT_DYNAMIC_SINCE, LIMIT, frozenset({22}), limit_hit=True),
-            Differs(FLOAT_POLICY_SINCE, 2, frozenset({22})),
+            Differs(FLOAT_DYNAMIC_SINCE, LIMIT, limit_hit=True, lines=frozenset({22})),
+            Differs(FLOAT_POLICY_SINCE, 2, lines=frozenset({22})),
         ),
     ),
     Case("DL111_float_attr_specialized.py", LIMIT, limit_hit=True),  # specialize_float = True beats dynamic=True
@@ -330,7 +308,9 @@ CASES = (
     Case("DL208_ok_closure_benchmarked_under_inference_mode.py", 1),  # the closure is only called under the mode
     # torch.nn frames are skipped on 2.13: nothing compiles; 2.14 compiles them, and no_grad adds an entry, which the
     # scan does not see yet (the grad-mode check follows calls of the compiled object, here the receiver): a miss
-    Case("DL208_ok_torch_nn_compile_in_place.py", 0, since=Differs(TORCH_NN_METHOD_COMPILE_SINCE, 2, frozenset())),
+    Case(
+        "DL208_ok_torch_nn_compile_in_place.py", 0, since=Differs(TORCH_NN_METHOD_COMPILE_SINCE, 2, lines=frozenset())
+    ),
     Case("DL208_requires_grad_flipped_in_loop.py", 2),  # each flip: one entry per requires_grad value
     Case("DL208_ok_requires_grad_set_once.py", 1),
     Case("DL208_step_published_by_setup.py", 2),  # `global step; step = torch.compile(step)`: its readers call it

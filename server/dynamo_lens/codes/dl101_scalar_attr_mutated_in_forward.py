@@ -218,7 +218,7 @@ def _finding(
     floats = settings.float_policy(index, sites) if kind == "float" else settings.FloatPolicy()
     setting: Related | None = None
     limit = settings.recompile_limit(index, sites)
-    as_input = not limit.stance and ints_made_dynamic(index, flow, attr.attr, sites)  # a stance acts at once
+    as_input = ints_made_dynamic(index, sites, [flow.cls], attr.attr, flow.entry)
     if kind == "int" and unbounded and static and unspec is None and as_input:
         severity = Severity.INFO
         cost = (

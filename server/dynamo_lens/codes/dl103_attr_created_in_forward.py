@@ -135,8 +135,7 @@ def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Finding | 
     made_dynamic = (
         kinds <= {"int", "unknown"}
         and not any(a.event.detail == "concat" for a in writes)
-        and not limit.stance
-        and ints_made_dynamic(index, flow, attr.attr, sites)
+        and ints_made_dynamic(index, sites, [flow.cls], attr.attr, flow.entry)
     )
     severity: Severity | None = Severity.INFO
     if counter and made_dynamic:

@@ -104,7 +104,7 @@ from dynamo_lens.static.context import FileContext
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.instances import CHOICE, InstanceArgument, instance_arguments
-from dynamo_lens.static.semantic.state_flow import bounds_a_loop
+from dynamo_lens.static.semantic.state_flow import ints_made_dynamic
 from dynamo_lens.static.semantic.usage import READ_EVENTS
 from dynamo_lens.static.summary import AttrInit, CompileSite, StateEvent
 from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, torch_name
@@ -298,12 +298,7 @@ def _finding(
         cost = "one recompile, after which Dynamo makes the float dynamic (2 compiles in all)"
     elif unspec is not None:
         cost = "under `allow_unspec_int_on_nn_module = True` it recompiles once, then treats the int as dynamic"
-    elif (
-        kind == "int"
-        and not limit.stance
-        and settings.made_dynamic_as_input(index, sites)
-        and not bounds_a_loop(index, cls, init.name)
-    ):
+    elif kind == "int" and ints_made_dynamic(index, sites, [cls], init.name):
         cost = (
             f"one recompile, after which Dynamo makes the int dynamic (before torch {INT_MODULE_ATTR_STATIC_SINCE} an "
             "int attribute of the module a compiled frame runs on is made dynamic automatically): 2 compiles in all"

@@ -90,7 +90,7 @@ from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.evaluate import Instance, MethodValue, Value
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.program import callers_of, calls, compiled_callees
-from dynamo_lens.static.semantic.state_flow import bounds_a_loop, closure, written_kinds
+from dynamo_lens.static.semantic.state_flow import closure, ints_made_dynamic, written_kinds
 from dynamo_lens.static.semantic.usage import (
     compiled_code_reads,
     loop_scalars,
@@ -131,16 +131,6 @@ class StateChange(Candidate):
     read: Related | None = None
     """Where compiled code reads the attribute, when it reads it through another object (``self.yarn.attn_scale``
     in the compiled model's forward); None: a method of the attribute's own class reads it."""
-
-
-def _made_dynamic(index: WorkspaceIndex, candidate: StateChange) -> bool:
-    """The torch described makes the int attribute dynamic after one recompile (``settings.made_dynamic_as_input``:
-    the compiled module's own, or one of an object its code reads through an attribute, ``self.clock.ticks``),
-    unless the compiled code uses it as a loop bound."""
-    if not settings.made_dynamic_as_input(index, (candidate.site,)):
-        return False
-    member = candidate.read is not None
-    return not any(bounds_a_loop(index, cls, candidate.attr, member) for cls in index.compiled_classes(candidate.site))
 
 
 def collect(ctx: FileContext) -> Iterator[StateChange]:
@@ -205,7 +195,18 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
             "(2 compiles in all)"
         )
         setting = settings.set_here(unspec)
-    elif kind == "int" and candidate.varies and _made_dynamic(index, candidate):
+    elif (
+        kind == "int"
+        and candidate.varies
+        and ints_made_dynamic(
+            # the compiled module's own attribute, or one its code reads through another object (`self.clock.ticks`)
+            index,
+            sites,
+            index.compiled_classes(candidate.site),
+            candidate.attr,
+            member=candidate.read is not None,
+        )
+    ):
         severity = Severity.INFO
         message = (
             f"{name} (int{setter}) changes between calls of the compiled module, whose code reads it: "

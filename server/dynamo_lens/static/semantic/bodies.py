@@ -24,7 +24,7 @@ from dynamo_lens.codes import get_rule
 from dynamo_lens.model import Finding, Related, Severity
 from dynamo_lens.static.context import FileContext, NodeAt, function_qualname
 from dynamo_lens.static.semantic import settings
-from dynamo_lens.static.semantic.program import never_runs, runs_only_sometimes
+from dynamo_lens.static.semantic.program import NEVER, SOMETIMES, runs_by_arguments
 from dynamo_lens.static.semantic.reach import ALWAYS, FIRST_CALL
 from dynamo_lens.static.semantic.reach import CONDITIONAL as CONDITIONAL_RUN
 from dynamo_lens.static.semantic.usage import call_site_tensors
@@ -372,7 +372,12 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
         return
     if candidate.cells_of and set(sites) <= set(index.sites_for_scope(path, candidate.cells_of)):
         return  # the cells are made by code Dynamo traces: new ones on every call
-    if candidate.requires and sites and never_runs(index, sites, path, candidate.function, candidate.requires):
+    by_arguments = (
+        runs_by_arguments(index, sites, path, candidate.function, candidate.requires)
+        if candidate.requires and sites
+        else ""
+    )
+    if by_arguments == NEVER:
         return  # every compiled call passes arguments under which this statement does not run
     severity = candidate.severity
     message, related = settings.with_limit(index, sites, candidate.message, candidate.related)
@@ -404,9 +409,7 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
             related = (*related, settings.set_here(decision.setting))
     if candidate.only_if_taken and sites and severity != Severity.HINT:
         runs = _runs(index, candidate, sites)
-        if runs == CONDITIONAL_RUN or (
-            candidate.requires and runs_only_sometimes(index, sites, path, candidate.function, candidate.requires)
-        ):
+        if runs == CONDITIONAL_RUN or by_arguments == SOMETIMES:
             severity, message = Severity.HINT, message + CONDITIONAL
         elif runs == FIRST_CALL and not raises:  # under fullgraph=True the first call raises
             severity, message = Severity.INFO, message + ONCE

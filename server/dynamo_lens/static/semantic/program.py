@@ -145,54 +145,38 @@ def switches(index: WorkspaceIndex) -> Iterator[tuple[str, ModeSwitch]]:
             yield summary.path, switch
 
 
-def never_runs(
+NEVER, SOMETIMES = "never", "sometimes"
+
+
+def runs_by_arguments(
     index: WorkspaceIndex,
     sites: tuple[CompileSite, ...],
     path: str,
     function: str,
     requires: tuple[tuple[str, str, bool], ...],
-) -> bool:
-    """Whether every compiled call of ``function`` (of ``path``) passes arguments under which a statement needing
-    ``requires`` cannot run (``normalize=False`` to a ``forward`` whose rest needs ``normalize``): the calls of the
-    compiled callable when ``function`` is where compiled code starts, else the calls compiled code makes of it
-    (following parameters it only passes on). Only when every such call is found and passes a literal (or leaves
-    the literal default)."""
+) -> str:
+    """What the arguments of the compiled calls of ``function`` (of ``path``) say about a statement needing
+    ``requires``: :data:`NEVER` when every such call passes literals under which it cannot run (``normalize=False``
+    to a ``forward`` whose rest needs ``normalize``), :data:`SOMETIMES` when some call passes an argument that rules
+    it out on some runs and not on others (``size if rope == "mrope" else None``), ``""`` when they do not say. The
+    calls are those of the compiled callable when ``function`` is where compiled code starts, else the calls compiled
+    code makes of it (following parameters it only passes on)."""
     requires = tuple(r for r in requires if not r[0].startswith(SELF_FLAG))  # an instance's: `flags` decides
     if not requires:
-        return False
+        return ""
+    never, sometimes = True, False
     for site in sites:
         values = _literals(index, site, path, function, 3)
         if values is None:
-            return False
-        for param, kind, expected in requires:
-            passed = values.get(param)
-            if passed is None or any(value == RUNTIME or exprs.holds(value, kind) == expected for value in passed):
-                return False
-    return True
-
-
-def runs_only_sometimes(
-    index: WorkspaceIndex,
-    sites: tuple[CompileSite, ...],
-    path: str,
-    function: str,
-    requires: tuple[tuple[str, str, bool], ...],
-) -> bool:
-    """Whether some compiled call of ``function`` passes, for a parameter a statement needs, an argument that is a
-    literal ruling the statement out on some runs and something else on others (``size if rope == "mrope" else
-    None``, a variable bound to ``None`` or to a tensor): the statement runs only under a condition of that call."""
-    requires = tuple(r for r in requires if not r[0].startswith(SELF_FLAG))  # an instance's: `flags` decides
-    if not requires:
-        return False
-    for site in sites:
-        values = _literals(index, site, path, function, 3)
-        if values is None:
+            never = False
             continue
         for param, kind, expected in requires:
             passed = values.get(param)
+            if passed is None or any(value == RUNTIME or exprs.holds(value, kind) == expected for value in passed):
+                never = False
             if passed and RUNTIME in passed and any(v != RUNTIME and exprs.holds(v, kind) != expected for v in passed):
-                return True
-    return False
+                sometimes = True
+    return NEVER if never else SOMETIMES if sometimes else ""
 
 
 def _literals(index: WorkspaceIndex, site: CompileSite, path: str, function: str, depth: int) -> Literals | None:

@@ -469,8 +469,8 @@ def made_dynamic_as_input(index: WorkspaceIndex, sites: Collection[CompileSite],
     for a module that every site's frame gets as an input (its ``self``, an argument, or a module held in an
     attribute of one); ``node`` is the method that reads it (None: the sites' own module). Not for one the frame takes
     from a module container or a global on the way (``Reach.held_apart``), nor before 2.5 or from 2.8
-    (``torch_facts.INT_MODULE_ATTR_STATIC_SINCE``). A ``range()`` bound stays specialised: the checks ask
-    ``state_flow.bounds_a_loop``."""
+    (``torch_facts.INT_MODULE_ATTR_STATIC_SINCE``). The checks ask ``state_flow.ints_made_dynamic``, which also
+    keeps ``range()`` bounds specialised."""
     if describes_since(INT_MODULE_ATTR_STATIC_SINCE) or not describes_since(INT_MODULE_ATTR_DYNAMIC_SINCE):
         return False
     if not sites or node is None:

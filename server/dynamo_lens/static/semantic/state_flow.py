@@ -18,7 +18,7 @@ costs one extra compile or one per call depends on the kind of value; the per-co
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -432,13 +432,24 @@ def bounds_a_loop(index: WorkspaceIndex, cls: ClassKey, attr: str, member: bool 
     )
 
 
-def ints_made_dynamic(index: WorkspaceIndex, flow: ClassFlow, attr: str, sites: set[CompileSite]) -> bool:
-    """The torch described makes the int ``self.<attr>`` of the flow's class dynamic after one recompile where the
-    flow's entry runs (``settings.made_dynamic_as_input``), and the class does not use it as a loop bound."""
-    found = index.find_method(flow.cls, flow.entry)
-    if found is None or bounds_a_loop(index, flow.cls, attr):
+def ints_made_dynamic(
+    index: WorkspaceIndex,
+    sites: Collection[CompileSite],
+    classes: Sequence[ClassKey],
+    attr: str,
+    entry: str = "",
+    member: bool = False,
+) -> bool:
+    """Whether the torch described makes the int ``self.<attr>`` of instances of ``classes`` dynamic after one
+    recompile in the sites' frames (``settings.made_dynamic_as_input``; ``entry``: the method of ``classes[0]`` where
+    it is read, else the sites' own modules). Not when their code uses it as a ``range()`` bound (``member``: read as
+    ``self.<any>.<attr>``), nor under a ``set_stance`` that acts at the first recompile instead."""
+    if settings.recompile_limit(index, sites).stance or any(bounds_a_loop(index, c, attr, member) for c in classes):
         return False
-    return settings.made_dynamic_as_input(index, sites, ("method", found[0], flow.entry))
+    if not entry:
+        return settings.made_dynamic_as_input(index, sites)
+    found = index.find_method(classes[0], entry)
+    return found is not None and settings.made_dynamic_as_input(index, sites, ("method", found[0], entry))
 
 
 def unseen_summaries(
