@@ -251,6 +251,8 @@ CASES = (
     Case("DL301_behind_conditional_argument.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0124")),
     Case("DL301_boolean_mask_index.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0036")),
     Case("DL301_recurrent_module.py", "DL301", Expect.GRAPH_BREAK, compiles=0, gb_ids=gb("GB0014")),
+    Case("DL301_recurrent_module_chosen_by_argument.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB0014")),
+    Case("DL301_ok_chosen_module_maybe_recurrent.py", "DL301", Expect.QUIET, 1),
     Case("DL301_autograd_in_compiled.py", "DL301", Expect.GRAPH_BREAK, gb_ids=gb("GB9186", "GB0045")),
     Case("DL301_ok_outside_compiled.py", "DL301", Expect.QUIET, 1),
     Case("DL301_ok_is_compiling_return.py", "DL301", Expect.QUIET, 1),

@@ -28,7 +28,7 @@ reached from them) that Dynamo cannot put in a graph, and names the graph-break 
 | `with LOCK:` on a module-level `threading` lock | "Unsupported context manager" (the function runs eagerly) |
 | `LOCK.acquire()`, `LOCK.release()` on a module-level `threading` lock | "Unsupported method call" |
 | `HANDLE = t.register_hook(fn)` into a `global` | "Storing Tensor hook handle in globals" (runs eagerly) |
-| `self.rnn(x)` on an `nn.LSTM`, `nn.GRU` or `nn.RNN` | "Attempted to wrap RNN, GRU, or LSTM" (runs eagerly) |
+| `self.rnn(x)` on an `nn.LSTM`, `nn.GRU`, `nn.RNN` (or one a variable chose) | "Attempted to wrap RNN, GRU, or LSTM" |
 | `t[mask]` read through a boolean tensor (`logits[labels != -100]`) | "Dynamic shape operator" |
 | `torch.unique(t)`, `masked_select`, `repeat_interleave` by a tensor, no `output_size=` | "Dynamic shape operator" |
 | `torch._dynamo.graph_break()` | "Call to `torch._dynamo.graph_break()`" (a break on purpose) |
@@ -103,7 +103,10 @@ program takes that branch is decided by its configuration and inputs, which a sc
 branch only the first call takes: its test is on an attribute the instance leaves `__init__` passing by a literal
 (`if self.first_batch:` with `self.first_batch = True`, `if self.table is None:` with `self.table = None`) and the
 branch itself changes it. That breaks the graph once, on the first call (measured on 2.13; the next call recompiles
-without the branch), so it is an info.
+without the branch), so it is an info. A recurrent module built from a class held in a variable
+(`self.net = network_klass(dim, hidden)`, with `partial(nn.GRU if use_gru else nn.LSTM, ...)` as the default) is
+reported only when every class the workspace can put there is `nn.RNN`, `nn.GRU` or `nn.LSTM`; where it may also be
+another layer, or something the scan cannot follow, the call is left alone.
 
 ## Fix safety
 No automatic fix: moving a call out of the compiled region changes when it runs, and `capture_scalar_outputs`
@@ -118,6 +121,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from functools import partial
 
 from dynamo_lens.codes import Check, Rule
@@ -130,7 +134,7 @@ from dynamo_lens.static.semantic.bodies import (
     function_bodies,
     judge,
 )
-from dynamo_lens.static.semantic.evaluate import NO_ENV, Env, FunctionValue, MethodValue
+from dynamo_lens.static.semantic.evaluate import NO_ENV, Env, External, FunctionValue, MethodValue, Slot
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.values import TensorInference
 from dynamo_lens.static.summary import CallSite, CompileSite, FunctionSummary, MethodSummary
@@ -208,6 +212,8 @@ IMPORTABLE = frozenset(
     | {f.rpartition(".")[2] for f in SKIPPED_FUNCTIONS}
 )
 RECURRENT_MODULES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
+CHOSEN_MODULE = "module_attribute"
+"""Data key of a candidate call of ``self.<attr>`` whose module class a variable chose: the attribute."""
 BUILTINS = frozenset({"print", "int", "float", "bool", "str", "repr", "range", "P2POp"}) | IMPORTABLE | COLLECTIVES
 ATTRIBUTES = LOGGER_METHODS | {"item", "tolist", "backward", "P2POp", "device"} | IMPORTABLE | COLLECTIVES
 """Last names of the calls that may break: the shape test before any name is resolved."""
@@ -216,6 +222,7 @@ ATTRIBUTES = LOGGER_METHODS | {"item", "tolist", "backward", "P2POp", "device"} 
 def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
     loggers: frozenset[str] | None = None
     rnn_attributes: dict[str, frozenset[str]] | None = None
+    chosen_attributes: dict[str, frozenset[str]] | None = None
     disabled: frozenset[str] | None = None
     for body in function_bodies(ctx):
         calls = body.memoised("DL301-shape", None, partial(_shaped_like_breaks, body))
@@ -228,9 +235,22 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
             for found_in_block in ctx.per_block("DL301-rnn", partial(_rnn_attributes, ctx)):
                 for owner, attrs in found_in_block.items():
                     rnn_attributes[owner] = rnn_attributes.get(owner, frozenset()) | attrs
-        recurrent = rnn_attributes.get(body.qualname.rpartition(".")[0])
+        owner = body.qualname.rpartition(".")[0]
+        recurrent = rnn_attributes.get(owner)
         if recurrent:
             breaks += [(call, call, RNN) for call in body.calls if _calls_self_attribute(body, call, recurrent)]
+        if chosen_attributes is None:
+            chosen_attributes = {}
+            for found_in_block in ctx.per_block("DL301-chosen", partial(_chosen_attributes, ctx)):
+                for owner_name, attrs in found_in_block.items():
+                    chosen_attributes[owner_name] = chosen_attributes.get(owner_name, frozenset()) | attrs
+        chosen = chosen_attributes.get(owner, frozenset()) - (recurrent or frozenset())
+        for call in body.calls if chosen else ():
+            if _calls_self_attribute(body, call, chosen):
+                # an RNN only if what the attribute holds says so (:func:`_judge`); it starts no in-loop skip here
+                assert isinstance(call.func, ast.Attribute)
+                found = _candidate(ctx, body, call, call, RNN)
+                yield replace(found, data=(*found.data, (CHOSEN_MODULE, call.func.attr)))
         breaks += [(item, statement, LOCK_CONTEXT) for statement, item in _lock_contexts(ctx, body)]
         breaks += [(call, call, LOCK_METHOD) for call in body.calls if _is_lock_call(ctx, body, call)]
         breaks += [(statement.value, statement, HOOK_HANDLE_GLOBAL) for statement in _hook_handles_kept(body)]
@@ -267,6 +287,39 @@ def _rnn_attributes(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                 found.setdefault(function.qualname.rpartition(".")[0], set()).add(target.attr)
     return {owner: frozenset(attrs) for owner, attrs in found.items()}
+
+
+def _chosen_attributes(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> dict[str, frozenset[str]]:
+    """Class qualified name → its attributes that a method of one block assigns a module built from a class held
+    in a variable (``self.net = network_klass(dim, hidden)``): what that class is, the workspace's values tell."""
+    found: dict[str, set[str]] = {}
+    for at in nodes.get(ast.Assign, ()):
+        node = at.node
+        assert isinstance(node, ast.Assign)
+        function = at.scope.function
+        value = node.value
+        if function is None or not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name):
+            continue
+        if ctx.resolve(value.func) is not None:
+            continue  # an import or a definition of the file: `_rnn_attributes` reads those
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                found.setdefault(function.qualname.rpartition(".")[0], set()).add(target.attr)
+    return {owner: frozenset(attrs) for owner, attrs in found.items()}
+
+
+def _judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator[Finding]:
+    """:func:`judge`, for a call of a module chosen by a variable only when every module the attribute can hold is
+    an RNN, GRU or LSTM (``partial(nn.GRU if use_gru else nn.LSTM, ...)``): one that may be anything else, or
+    something the scan cannot tell, is left alone."""
+    attribute = dict(candidate.data).get(CHOSEN_MODULE)
+    if attribute is not None:
+        owner = (candidate.span.path, candidate.function.rpartition(".")[0])
+        held = {v for v in index.evaluator.attribute(owner, attribute) if not isinstance(v, Slot)}
+        recurrent = {v for v in held if isinstance(v, External) and v.instance and v.dotted in RECURRENT_MODULES}
+        if not held or held != recurrent:
+            return
+    yield from judge(candidate, index)
 
 
 LOCKS = frozenset({"threading.Lock", "threading.RLock", "threading.Semaphore", "threading.BoundedSemaphore"})
@@ -595,8 +648,9 @@ def _is_bool_call(call: ast.Call) -> bool:
 
 def _reads_settings(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> bool:
     """The candidate's judgement depends on settings the workspace may make anywhere (``capture_scalar_outputs``
-    in another program's file), and on which programs can run them: never carried from one link to the next."""
-    return bool(candidate.lifted_by)
+    in another program's file), and on which programs can run them, or on what the callers of a constructor pass
+    it (the class a chosen module is built from): never carried from one link to the next."""
+    return bool(candidate.lifted_by) or CHOSEN_MODULE in dict(candidate.data)
 
 
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
@@ -670,7 +724,7 @@ def _disabled_callee(index: WorkspaceIndex, call: CallSite, path: str, env: Env)
 CHECK = Check(
     RULE.code,
     collect=collect,
-    judge=judge,
+    judge=_judge,
     judge_workspace=judge_workspace,
     judged_locally=True,
     reads_workspace=_reads_settings,

@@ -552,7 +552,11 @@ class Evaluator:
                     for callee in self._attribute_of(receiver, func.attr):
                         result.update(self._call_value(callee, expr, path, env))
             return result
-        for callee in self.evaluate(func, path, env):
+        callees = self.evaluate(func, path, env)
+        known = any(not isinstance(c, Slot | Opaque) for c in callees)
+        for callee in callees:
+            if isinstance(callee, Slot) and known:
+                continue  # the variable's identity: calling it calls what it holds, listed beside it
             result.update(self._call_value(callee, expr, path, env))
         return result
 
