@@ -249,8 +249,8 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
             if _calls_self_attribute(body, call, chosen):
                 # an RNN only if what the attribute holds says so (:func:`_judge`); it starts no in-loop skip here
                 assert isinstance(call.func, ast.Attribute)
-                found = _candidate(ctx, body, call, call, RNN)
-                yield replace(found, data=(*found.data, (CHOSEN_MODULE, call.func.attr)))
+                chosen_call = _candidate(ctx, body, call, call, RNN)
+                yield replace(chosen_call, data=(*chosen_call.data, (CHOSEN_MODULE, call.func.attr)))
         breaks += [(item, statement, LOCK_CONTEXT) for statement, item in _lock_contexts(ctx, body)]
         breaks += [(call, call, LOCK_METHOD) for call in body.calls if _is_lock_call(ctx, body, call)]
         breaks += [(statement.value, statement, HOOK_HANDLE_GLOBAL) for statement in _hook_handles_kept(body)]
