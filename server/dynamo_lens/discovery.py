@@ -1,9 +1,9 @@
 """Which files ``check`` analyses: walk the given paths like ruff does.
 
-Directories are walked for ``.py`` and ``.pyi`` files, skipping version-control and tool directories, virtual
-environments (any directory holding a ``pyvenv.cfg``), ``node_modules``, build output, paths matched by
-``.gitignore`` files (when ``respect_gitignore``) and by the ``exclude`` setting. Symbolic links are followed, each
-directory at most once, so link loops end. A file named explicitly is always analysed.
+Directories are walked for ``.py`` and ``.pyi`` files and Jupyter notebooks (``.ipynb``), skipping version-control
+and tool directories, virtual environments (any directory holding a ``pyvenv.cfg``), ``node_modules``, build output,
+paths matched by ``.gitignore`` files (when ``respect_gitignore``) and by the ``exclude`` setting. Symbolic links
+are followed, each directory at most once, so link loops end. A file named explicitly is always analysed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from dynamo_lens.config import Settings
 from dynamo_lens.discovery_patterns import PathRule, PathRules, parse_patterns, read_gitignore
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 SKIPPED_DIRECTORIES = frozenset(
     {

@@ -49,15 +49,21 @@ class Span:
     column: int
     end_line: int
     end_column: int
+    cell: int | None = None
+    """In a notebook: the index of the cell (0-based among all its cells, as nbformat numbers them), and then the
+    lines count within that cell (``notebooks.locate``)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "path": self.path,
             "line": self.line,
             "column": self.column,
             "end_line": self.end_line,
             "end_column": self.end_column,
         }
+        if self.cell is not None:
+            data["cell"] = self.cell
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Span:
@@ -69,6 +75,7 @@ class Span:
             column=column,
             end_line=int(data.get("end_line", line)),
             end_column=int(data.get("end_column", column)),
+            cell=int(data["cell"]) if data.get("cell") is not None else None,
         )
 
 
@@ -165,8 +172,9 @@ class Finding:
     def path(self) -> str:
         return self.span.path
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.span.path, self.span.line, self.span.column, self.code)
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        cell = -1 if self.span.cell is None else self.span.cell
+        return (self.span.path, cell, self.span.line, self.span.column, self.code)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -26,15 +26,16 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dynamo_lens import static, torch_facts
+from dynamo_lens import notebooks, static, torch_facts
 from dynamo_lens.cache import AnalysisCache, dumps
 from dynamo_lens.config import Settings
 from dynamo_lens.discovery import discover
 from dynamo_lens.model import Finding
+from dynamo_lens.notebooks import Cell
 from dynamo_lens.scan_sources import FileProblem, decode_source, read_bytes
 from dynamo_lens.static.summary import FileSummary
 from dynamo_lens.suppression import Suppressions, find_suppressions, unsuppressed
@@ -54,6 +55,8 @@ class FileAnalysis:
 
     summary: FileSummary
     suppressions: Suppressions
+    cells: tuple[Cell, ...] = ()
+    """For a notebook, where its code cells lie in the module the summary is of (positions map back through it)."""
 
     @property
     def path(self) -> str:
@@ -77,6 +80,8 @@ class LinkedWorkspace:
     suppressions: Mapping[str, Suppressions]
     problems: tuple[FileProblem, ...]
     """Undecodable files and syntax errors among those files."""
+    cells: Mapping[str, tuple[Cell, ...]] = field(default_factory=dict)
+    """The notebooks among the files, with their code cells: findings leave :func:`scan` in cell positions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +129,14 @@ def _scan(paths: Sequence[str], settings: Settings, cache: AnalysisCache | None)
             findings=tuple(findings),
             suppressions={a.path: a.suppressions for a in workspace.files.values() if a.suppressions},
             problems=tuple(p for p in problems if p.path in keys),  # unreadable files are not part of the key
+            cells={a.path: a.cells for a in workspace.files.values() if a.cells},
         )
         if cache is not None and not internal:
             cache.store(cache.combined_key(keys.values()), linked)
-    findings = _finish(linked.findings, linked.suppressions, settings)
+    findings = _in_cells(_finish(linked.findings, linked.suppressions, settings), linked.cells)
+    problems = tuple(
+        notebooks.locate_problem(p, linked.cells[p.path]) if p.path in linked.cells else p for p in problems
+    )
     return ScanResult(
         findings=tuple(sorted(findings, key=Finding.sort_key)),
         problems=walk_problems + tuple(sorted(problems, key=lambda p: p.path)),
@@ -183,6 +192,11 @@ def _link_raw(
 
 def _finish(findings: Iterable[Finding], suppressions: Mapping[str, Suppressions], settings: Settings) -> list[Finding]:
     return settings.apply(unsuppressed(findings, suppressions))
+
+
+def _in_cells(findings: Iterable[Finding], cells: Mapping[str, tuple[Cell, ...]]) -> list[Finding]:
+    """``findings`` with the positions in notebooks made cell-relative (the analyzer sees each as one module)."""
+    return [notebooks.locate(f, cells[f.path]) if f.path in cells else f for f in findings]
 
 
 def _content_keys(paths: Sequence[str], cache: AnalysisCache) -> tuple[dict[str, str], list[FileProblem]]:
@@ -278,6 +292,12 @@ def _analyse_path(path: str) -> tuple[bytes | None, FileAnalysis | FileProblem]:
     data = read_bytes(path)
     if isinstance(data, FileProblem):
         return None, data
+    if notebooks.is_notebook(path):
+        module = notebooks.read_notebook(path, data)
+        if isinstance(module, FileProblem):
+            return data, module
+        outcome = analyse_text(path, module.text)
+        return data, replace(outcome, cells=module.cells) if isinstance(outcome, FileAnalysis) else outcome
     text = decode_source(path, data)
     return data, text if isinstance(text, FileProblem) else analyse_text(path, text)
 

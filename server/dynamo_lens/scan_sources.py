@@ -29,6 +29,8 @@ class FileProblem:
     """What ``check``'s summary line counts it under (``"binary"``, ``"syntax error"``); empty for a directory."""
     partial: bool = False
     """The file was still analysed, up to the problem (the lines above a syntax error); else it was skipped."""
+    cell: int | None = None
+    """In a notebook, the cell ``line`` counts in (as :attr:`model.Span.cell`)."""
 
 
 def read_bytes(path: str) -> bytes | FileProblem:

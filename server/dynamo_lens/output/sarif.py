@@ -126,11 +126,18 @@ def _notification(problem: FileProblem, cwd: Path) -> dict[str, Any]:
     physical: dict[str, Any] = {"artifactLocation": _artifact(display_path(problem.path, cwd))}
     if problem.line is not None:
         physical["region"] = {"startLine": problem.line, "startColumn": problem.column or 1}
+    if problem.cell is not None:
+        physical["properties"] = {"cell": problem.cell}
     return {"level": "warning", "message": {"text": problem.message}, "locations": [{"physicalLocation": physical}]}
 
 
 def _physical(span: Span) -> dict[str, Any]:
-    return {"artifactLocation": _artifact(span.path), "region": _region(span)}
+    """The location; in a notebook, lines count within the cell that ``properties.cell`` names (0-based index among
+    the notebook's cells)."""
+    physical: dict[str, Any] = {"artifactLocation": _artifact(span.path), "region": _region(span)}
+    if span.cell is not None:
+        physical["properties"] = {"cell": span.cell}
+    return physical
 
 
 def _artifact(path: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from dynamo_lens.model import Finding, Severity, plural
+from dynamo_lens.model import Finding, Severity, Span, plural
 from dynamo_lens.output.paths import display_path, relative_finding
 from dynamo_lens.scan_sources import FileProblem
 
@@ -20,13 +20,16 @@ def render_text(
 ) -> str:
     lines: list[str] = []
     for finding in sorted((relative_finding(f, cwd) for f in findings), key=Finding.sort_key):
-        span = finding.span
-        lines.append(f"{span.path}:{span.line}:{span.column}: {finding.code} {finding.message}")
-        for related in finding.related:
-            where = related.span
-            lines.append(f"    {where.path}:{where.line}:{where.column}: {related.message}")
+        lines.append(f"{_where(finding.span)}: {finding.code} {finding.message}")
+        lines.extend(f"    {_where(related.span)}: {related.message}" for related in finding.related)
     lines.append(summary_line(findings, files, hidden_hints, problems))
     return "\n".join(lines) + "\n"
+
+
+def _where(span: Span) -> str:
+    """``path:line:col``, or ``nb.ipynb:cell 3:line:col`` in a notebook (cells counted from 1, top to bottom)."""
+    cell = "" if span.cell is None else f"cell {span.cell + 1}:"
+    return f"{span.path}:{cell}{span.line}:{span.column}"
 
 
 def summary_line(
@@ -57,6 +60,7 @@ def render_problem(problem: FileProblem, cwd: Path) -> str:
     """One stderr line for a file that could not be (fully) analysed."""
     where = display_path(problem.path, cwd)
     if problem.line is not None:
+        where += "" if problem.cell is None else f":cell {problem.cell + 1}"
         where += f":{problem.line}" + (f":{problem.column}" if problem.column is not None else "")
     return f"dynamo-lens: {where}: {problem.message}"
 
