@@ -146,6 +146,8 @@ export class ServerManager implements Disposable {
       documentSelector: [
         { scheme: "file", language: "python" },
         { scheme: "untitled", language: "python" },
+        // the Python cells of Jupyter notebooks: the server reads the notebook as one module (notebook sync)
+        { notebook: "jupyter-notebook", language: "python" },
       ],
       outputChannel: logChannel(),
       traceOutputChannel: logChannel(),

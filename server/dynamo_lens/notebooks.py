@@ -7,26 +7,25 @@ until they reach the user: :func:`locate` turns them into a cell and a line with
 ``nb.ipynb:cell 3:12:5``, the ``cell`` of a JSON span, an editor's cell document).
 
 IPython's own syntax is not Python: a line magic (``%timeit f()``), a shell escape (``!pip install x``, ``files = !ls``)
-and a help request (``obj?``) become ``pass`` at their indentation, and a cell magic (``%%time``) blanks its cell,
-so the other lines keep their numbers and the module still parses.
+and a help request (``obj?``) become ``pass`` at their indentation, and a cell magic blanks its cell (``%%bash``) or
+just its own line (``%%time``, whose cell runs as Python), so the other lines keep their numbers and the module
+still parses.
 
-Standard library only: the language server imports this without the analyzer.
+Reading a notebook file is ``scan_sources.decode_notebook``'s; this module needs nothing but the findings model, so
+the language server loads it at start without the analyzer.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from dynamo_lens.model import Edit, Finding, Related, Span
-from dynamo_lens.scan_sources import FileProblem
 
 NOTEBOOK_SUFFIX = ".ipynb"
 _IPYTHON_LINE = re.compile(r"^([ \t]*)(?:[%!]|[\w.]+[ \t]*=[ \t]*[%!]|[\w.\[\]()]+\?{1,2}[ \t]*$)")
 """A line magic, a shell escape (alone or assigned), or a help request; group 1 is the indentation."""
-_MESSAGE_LINE = re.compile(r"\(line (\d+)\)$")
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 """Cell magics that run the rest of their cell as Python code in the kernel."""
 
@@ -69,40 +68,6 @@ def module_of_cells(cells: Iterable[tuple[int, str]]) -> NotebookModule:
     return NotebookModule("".join(f"{text}\n" for text in parts), tuple(placed))
 
 
-def read_notebook(path: str, data: bytes) -> NotebookModule | FileProblem:
-    """The module of the notebook file ``path`` holding ``data`` (nbformat 4 JSON), or why it is not one."""
-    try:
-        document = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        return FileProblem(path, f"not a notebook: not valid UTF-8 ({exc.reason}); skipped", reason="not a notebook")
-    except json.JSONDecodeError as exc:
-        return FileProblem(
-            path,
-            f"not a notebook: invalid JSON ({exc.msg}); skipped",
-            line=exc.lineno,
-            column=exc.colno,
-            reason="not a notebook",
-        )
-    cells = document.get("cells") if isinstance(document, dict) else None
-    if not isinstance(cells, list):
-        return FileProblem(path, "not a notebook: no list of cells; skipped", reason="not a notebook")
-    language = _language(document)
-    if language not in ("", "python"):
-        return FileProblem(path, f"a {language} notebook, not Python; skipped", reason="not Python")
-    code: list[tuple[int, str]] = []
-    for index, cell in enumerate(cells):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        source = cell.get("source", "")
-        if isinstance(source, list) and all(isinstance(part, str) for part in source):
-            source = "".join(source)
-        if not isinstance(source, str):
-            problem = f"not a notebook: cell {index + 1} has no text source; skipped"
-            return FileProblem(path, problem, reason="not a notebook")
-        code.append((index, source))
-    return module_of_cells(code)
-
-
 def locate(finding: Finding, cells: Sequence[Cell]) -> Finding:
     """``finding`` with each of its spans in the notebook ``cells`` made cell-relative (its ``cell`` set)."""
 
@@ -124,20 +89,6 @@ def locate_span(span: Span, cells: Sequence[Cell]) -> Span:
         return span
     offset = cell.first_line - 1
     return replace(span, line=span.line - offset, end_line=span.end_line - offset, cell=cell.index)
-
-
-def locate_problem(problem: FileProblem, cells: Sequence[Cell]) -> FileProblem:
-    """A problem at a module line (a syntax error: ``... (line 12)`` in its message) at its line within its cell."""
-    found = _MESSAGE_LINE.search(problem.message)
-    line = int(found.group(1)) if found is not None else problem.line
-    cell = cell_at(line, cells) if line is not None else None
-    if cell is None or line is None:
-        return problem
-    within = line - cell.first_line + 1
-    message = problem.message
-    if found is not None:
-        message = f"{message[: found.start()]}(cell {cell.index + 1}, line {within})"
-    return replace(problem, message=message, line=within if problem.line is not None else None, cell=cell.index)
 
 
 def cell_at(line: int, cells: Sequence[Cell]) -> Cell | None:
@@ -168,18 +119,3 @@ def _python_lines(source: str) -> list[str]:
         magic_continues = match is not None and line.endswith("\\")
         python_continues = match is None and line.endswith("\\")
     return out
-
-
-def _language(document: dict[str, object]) -> str:
-    """The notebook's language as its metadata says (``""`` when it does not)."""
-    metadata = document.get("metadata")
-    if not isinstance(metadata, dict):
-        return ""
-    kernel, info = metadata.get("kernelspec"), metadata.get("language_info")
-    for value in (
-        kernel.get("language") if isinstance(kernel, dict) else None,
-        info.get("name") if isinstance(info, dict) else None,
-    ):
-        if isinstance(value, str) and value:
-            return value.lower()
-    return ""

@@ -36,7 +36,7 @@ from dynamo_lens.config import Settings
 from dynamo_lens.discovery import discover
 from dynamo_lens.model import Finding
 from dynamo_lens.notebooks import Cell
-from dynamo_lens.scan_sources import FileProblem, decode_source, read_bytes
+from dynamo_lens.scan_sources import FileProblem, decode_notebook, decode_source, problem_in_cell, read_bytes
 from dynamo_lens.static.summary import FileSummary
 from dynamo_lens.suppression import Suppressions, find_suppressions, unsuppressed
 
@@ -134,9 +134,7 @@ def _scan(paths: Sequence[str], settings: Settings, cache: AnalysisCache | None)
         if cache is not None and not internal:
             cache.store(cache.combined_key(keys.values()), linked)
     findings = _in_cells(_finish(linked.findings, linked.suppressions, settings), linked.cells)
-    problems = tuple(
-        notebooks.locate_problem(p, linked.cells[p.path]) if p.path in linked.cells else p for p in problems
-    )
+    problems = tuple(problem_in_cell(p, linked.cells[p.path]) if p.path in linked.cells else p for p in problems)
     return ScanResult(
         findings=tuple(sorted(findings, key=Finding.sort_key)),
         problems=walk_problems + tuple(sorted(problems, key=lambda p: p.path)),
@@ -293,7 +291,7 @@ def _analyse_path(path: str) -> tuple[bytes | None, FileAnalysis | FileProblem]:
     if isinstance(data, FileProblem):
         return None, data
     if notebooks.is_notebook(path):
-        module = notebooks.read_notebook(path, data)
+        module = decode_notebook(path, data)
         if isinstance(module, FileProblem):
             return data, module
         outcome = analyse_text(path, module.text)

@@ -2,7 +2,8 @@
 
 ``lsp`` is a factory: ``await lsp(root, pull=False, options={...}, configuration={...})`` starts a server process,
 initialises it with ``root`` as the workspace and returns a :class:`Session`. Client capabilities are pytest-lsp's
-VS Code profile extended with what that old profile lacks (inlay hints, refresh requests, pull diagnostics on demand).
+VS Code profile extended with what that old profile lacks (inlay hints, refresh requests, notebook document sync, pull
+diagnostics on demand).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ def capabilities(*, pull: bool) -> types.ClientCapabilities:
     caps.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
     caps.workspace.configuration = True
     caps.window = types.WindowClientCapabilities(work_done_progress=True)
+    caps.notebook_document = types.NotebookDocumentClientCapabilities(
+        synchronization=types.NotebookDocumentSyncClientCapabilities()
+    )
     return caps
 
 

@@ -18,6 +18,7 @@ import {
   hidePanel,
   hoverText,
   openFile,
+  openNotebook,
   poll,
   problemsText,
   runCommand,
@@ -44,6 +45,8 @@ const SECOND = "second_counter.py";
 const OPEN_TO_DIAGNOSTICS_BUDGET_MS = 1000;
 /** A pytest file (fixtures/) for "Run Test Under Cursor". */
 const TEST_FILE = "test_compiled_counter.py";
+/** A notebook whose counter is defined in one cell and compiled in the next (VS Code's own notebook support). */
+const NOTEBOOK = "counter_notebook.ipynb";
 const RUN_TIMEOUT_MS = 240_000;
 
 /**
@@ -90,6 +93,7 @@ async function openSession(name, { trusted }) {
   cpSync(path.join(ROOT, "examples"), path.join(dirs.workspace, "examples"), { recursive: true });
   cpSync(path.join(HERE, "fixtures", SECOND), path.join(dirs.workspace, "examples", SECOND));
   cpSync(path.join(HERE, "fixtures", TEST_FILE), path.join(dirs.workspace, "tests", TEST_FILE));
+  cpSync(path.join(HERE, "fixtures", NOTEBOOK), path.join(dirs.workspace, "notebooks", NOTEBOOK));
   installExtension(dirs, VSIX);
   writeUserSettings(dirs, {
     "dynamoLens.interpreter": PYTHON,
@@ -362,6 +366,33 @@ describe("Dynamo Lens in a real VS Code (code-server + Chromium)", { skip: skip 
       row,
       `no DL501 at line ${culprit.line} of ${TEST_FILE} after running the test:\n${await problemsText(page)}`,
     );
+  });
+
+  it("shows the squiggle in a notebook cell and its Problems entry", { timeout: 120_000 }, async () => {
+    await hidePanel(page);
+    await openNotebook(page, NOTEBOOK).catch(async (error) => {
+      await shot("notebook-not-opened");
+      throw error;
+    });
+    const opened = Date.now();
+    const found = await poll(
+      async () => (await squiggles(page)).find((s) => s.line?.trim() === "self.ticks += 1"),
+      60_000,
+    );
+    console.log(`# ${NOTEBOOK}: squiggle in its cell ${Date.now() - opened} ms after it opened`);
+    await shot("notebook");
+    assert.ok(found, `no squiggle on the counter's cell line; squiggles: ${JSON.stringify(await squiggles(page))}`);
+    const problems = await poll(async () => {
+      const rows = await problemsText(page);
+      return rows.includes("self.ticks") ? rows : undefined;
+    }, 30_000);
+    await shot("notebook-problems");
+    assert.ok(problems, `no finding about self.ticks in the Problems panel:\n${await problemsText(page)}`);
+    // positions are the cell's own: the counter is line 7 of its cell
+    const entry = problems.split("\n").find((row) => row.includes("DL101") && row.includes("Ln 7, Col 9"));
+    assert.ok(entry, `DL101 is not at [Ln 7, Col 9] of its cell:\n${problems}`);
+    await hidePanel(page);
+    await runCommand(page, "View: Close Editor");
   });
 });
 

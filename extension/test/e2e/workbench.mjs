@@ -60,6 +60,19 @@ export async function openFile(page, name) {
   await page.locator(".editor-instance .monaco-editor .view-lines").first().waitFor({ timeout: 10_000 });
 }
 
+/** Opens a notebook by name in VS Code's notebook editor (Quick Open), waiting until its cells are rendered. */
+export async function openNotebook(page, name) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+p");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout: 10_000 });
+  await input.fill(name);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor({ timeout: 10_000 });
+  await input.press("Enter");
+  await page.locator(".notebook-editor .cell-list-container").first().waitFor({ timeout: 30_000 });
+  await page.locator(".notebook-editor .monaco-editor .view-lines").first().waitFor({ timeout: 30_000 });
+}
+
 /** Moves the cursor to a 1-based line and column with "Go to Line/Column" (Ctrl+G) in the active editor. */
 export async function goTo(page, line, column) {
   await runCommand(page, "View: Focus Active Editor Group");
@@ -154,19 +167,27 @@ export async function hoverText(page) {
   return (await hover.allInnerTexts()).join("\n");
 }
 
-/** The squiggle decorations on screen: their severity class and the text of the line they sit on. */
+/**
+ * The squiggle decorations on screen: in the active editor, or in the cells of the notebook shown (VS Code draws a
+ * notebook in an overlay of its own, outside the editor group, one editor per cell): their severity class and the
+ * text of the line they sit on (the nearest line by height).
+ */
 export async function squiggles(page) {
   return page.evaluate((selector) => {
-    const editor = document.querySelector(selector);
-    if (!editor) {
-      return [];
-    }
-    const lines = [...editor.querySelectorAll(".view-lines .view-line")];
-    return [...editor.querySelectorAll("[class*='squiggly-']")].map((node) => {
-      const top = node.getBoundingClientRect().top;
-      const line = lines.find((l) => Math.abs(l.getBoundingClientRect().top - top) < 3);
-      const severity = [...node.classList].find((c) => c.startsWith("squiggly-"));
-      return { severity, line: line ? line.textContent.replace(/\u00a0/g, " ") : undefined };
+    const cells = [...document.querySelectorAll(".notebook-editor .monaco-editor")].filter((e) => e.offsetParent);
+    const editors = cells.length ? cells : [document.querySelector(selector)].filter(Boolean);
+    return editors.flatMap((editor) => {
+      const lines = [...editor.querySelectorAll(".view-lines .view-line")];
+      return [...editor.querySelectorAll("[class*='squiggly-']")].map((node) => {
+        const top = node.getBoundingClientRect().top;
+        const distance = (l) => Math.abs(l.getBoundingClientRect().top - top);
+        const line = lines.reduce(
+          (best, l) => (best === undefined || distance(l) < distance(best) ? l : best),
+          undefined,
+        );
+        const severity = [...node.classList].find((c) => c.startsWith("squiggly-"));
+        return { severity, line: line && distance(line) < 10 ? line.textContent.replace(/\u00a0/g, " ") : undefined };
+      });
     });
   }, ACTIVE_EDITOR);
 }

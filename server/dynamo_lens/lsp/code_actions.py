@@ -20,6 +20,7 @@ from lsprotocol import types
 
 from dynamo_lens.lsp.convert import SOURCE, LinesOf, facts_from_data, fixes_from_data, to_workspace_edit
 from dynamo_lens.lsp.interpreter import selected_torch
+from dynamo_lens.lsp.notebook_cells import notebook_of_cell
 from dynamo_lens.lsp.positions import from_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.model import Edit, Fix, Span
@@ -36,8 +37,11 @@ def register(server: DynamoLensServer) -> None:
     )
     @server.guarded(empty=[])
     async def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
-        path = server.path_of(params.text_document.uri)
+        uri = params.text_document.uri
+        path = server.path_of(uri)
         lines = server.open_lines(path) if path is not None else None
+        if path is None and notebook_of_cell(server.notebooks, uri) is not None:
+            path, lines = uri, server.lines_of(uri)  # a notebook cell: its document stands for itself
         if path is None or lines is None:
             return []
         ours = [d for d in params.context.diagnostics if d.source == SOURCE and isinstance(d.code, str)]

@@ -8,13 +8,15 @@ Every lens carries its command, so no resolve step is needed; the server asks fo
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from dynamo_lens.lsp.compiled import observed, places_in_file, shown_places
+from dynamo_lens.lsp.notebook_cells import line_in_cell, notebook_of_cell
 from dynamo_lens.lsp.runs import RunResult
 from dynamo_lens.lsp.server import DynamoLensServer
 
@@ -32,6 +34,10 @@ def register(server: DynamoLensServer) -> None:
     def code_lens(params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
         path = server.path_of(uri)
+        in_notebook = notebook_of_cell(server.notebooks, uri) if path is None else None
+        if in_notebook is not None:  # a notebook cell: the compiled places in it
+            notebook_path, notebook = in_notebook
+            return guard_lenses(server, uri, notebook_path, None, partial(line_in_cell, notebook, uri))
         lines = server.open_lines(path) if path is not None else None
         if path is None or lines is None:
             return []
@@ -58,16 +64,27 @@ def run_lenses(uri: str, path: str, lines: Sequence[str], summary: FileSummary |
     return lenses
 
 
-def guard_lenses(server: DynamoLensServer, uri: str, path: str, result: RunResult | None) -> list[types.CodeLens]:
+def guard_lenses(
+    server: DynamoLensServer,
+    uri: str,
+    path: str,
+    result: RunResult | None,
+    in_document: Callable[[int], int | None] = lambda line: line,
+) -> list[types.CodeLens]:
+    """ "Show guards" on the compiled places of ``path``, at their lines in the document ``uri`` (``in_document``:
+    a line of ``path`` as a line of the document, None where the document does not show it)."""
     lenses = []
     for place in shown_places(places_in_file(path, server.analysis.model())):
+        line = in_document(place.line)
+        if line is None:
+            continue
         title = "Show guards"
         if result is not None and result.report is not None:
             seen = observed(place, result.report)
             if seen.frames:
                 title = f"{seen.stats_text()} · Show guards"
-        arguments = {"uri": uri, "line": place.line - 1, "character": place.column - 1}
-        lenses.append(_lens(place.line - 1, title, SHOW_GUARDS, arguments))
+        arguments = {"uri": uri, "line": line - 1, "character": place.column - 1}
+        lenses.append(_lens(line - 1, title, SHOW_GUARDS, arguments))
     return lenses
 
 

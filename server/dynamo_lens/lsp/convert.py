@@ -7,6 +7,7 @@ editor has *now* instead of re-running the analysis.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ from dynamo_lens.lsp.positions import span_to_range
 from dynamo_lens.model import Edit, Finding, Fix, Severity
 
 SOURCE = "dynamo-lens"
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+"""A URI's scheme (two characters at least: ``C:`` starts a Windows path)."""
 STALE_NOTE = " (stale: this line changed since the run; re-run to refresh)"
 
 LinesOf = Callable[[str], Sequence[str]]
@@ -32,6 +35,9 @@ _SEVERITY = {
 
 
 def path_to_uri(path: str) -> str:
+    """The ``file:`` URI of ``path``; a document that is no file (a notebook cell) stands for itself by its URI."""
+    if _URI.match(path):
+        return path
     uri = from_fs_path(path)
     return uri if uri is not None else path
 

@@ -8,8 +8,10 @@
   (``textDocument/diagnostic``), it is answered instead and ``workspace/diagnostic/refresh`` asks the client to pull
   again after a run or the workspace scan.
 * The workspace scan runs once after ``initialized`` in a worker, with ``window/workDoneProgress``; requests keep being
-  answered meanwhile. Afterwards ``workspace/didChangeWatchedFiles`` (registered for ``**/*.py`` where the client
-  allows it) keeps files that are not open in step with the disk: a ``git checkout`` or another tool's edit relinks.
+  answered meanwhile. Afterwards ``workspace/didChangeWatchedFiles`` (registered for ``**/*.py``, ``*.pyi`` and
+  ``*.ipynb`` where the client allows it) keeps files that are not open in step with the disk: a ``git checkout`` or
+  another tool's edit relinks.
+* An open notebook's findings go to its cell documents (``notebook_documents``); a closed notebook shows none.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from pathlib import Path
 from lsprotocol import types
 
 from dynamo_lens.config import Settings
-from dynamo_lens.discovery import discover
+from dynamo_lens.discovery import PYTHON_SUFFIXES, discover, is_python_file
 from dynamo_lens.lsp.analysis import Linked
 from dynamo_lens.lsp.convert import path_to_uri
 from dynamo_lens.lsp.documents import DocumentState, TrackedFinding, track_change
+from dynamo_lens.lsp.notebook_cells import OpenNotebook, cell_findings
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.lsp.settings import effective_rules
 from dynamo_lens.model import Finding
+from dynamo_lens.notebooks import is_notebook
 
 IDENTIFIER = "dynamo-lens"
 SCAN_BATCH = 500
@@ -67,24 +71,31 @@ def register(server: DynamoLensServer) -> None:
     @server.guarded()
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
         path = server.path_of(params.text_document.uri)
-        state = server.documents.find(path) if path is not None else None
-        if path is None or state is None:
-            return
-        if state.pending is not None:
-            state.pending.cancel()
-        state.open, state.version, state.lines = False, None, []
-        state.static, state.static_version = (), None
-        server.analysis.unpin(path)
-        publish(server, [path])
-        state.pending = asyncio.ensure_future(_reread_from_disk(server, [path]))
+        if path is not None:
+            close_document(server, path)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     @server.guarded()
     def did_change_watched_files(params: types.DidChangeWatchedFilesParams) -> None:
-        paths = [p for p in (server.path_of(change.uri) for change in params.changes) if p and p.endswith(".py")]
+        paths = [p for p in (server.path_of(change.uri) for change in params.changes) if p and is_python_file(p)]
         closed = [p for p in paths if not (server.documents.find(p) and server.documents.get(p).open)]
         if closed and server.settings.enable_static:
             server.relink = asyncio.ensure_future(_reread_from_disk(server, closed))
+
+
+def close_document(server: DynamoLensServer, path: str) -> None:
+    """The document ``path`` (a file or a notebook) was closed: its findings go, and the file on disk takes its place
+    in the workspace."""
+    state = server.documents.find(path)
+    if state is None:
+        return
+    if state.pending is not None:
+        state.pending.cancel()
+    state.open, state.version, state.lines = False, None, []
+    state.static, state.static_version = (), None
+    server.analysis.unpin(path)
+    publish(server, [path])
+    state.pending = asyncio.ensure_future(_reread_from_disk(server, [path]))
 
 
 async def watch_python_files(server: DynamoLensServer) -> None:
@@ -93,7 +104,8 @@ async def watch_python_files(server: DynamoLensServer) -> None:
     watched = workspace.did_change_watched_files if workspace is not None else None
     if watched is None or not watched.dynamic_registration:
         return
-    options = types.DidChangeWatchedFilesRegistrationOptions(watchers=[types.FileSystemWatcher(glob_pattern="**/*.py")])
+    watchers = [types.FileSystemWatcher(glob_pattern=f"**/*{suffix}") for suffix in PYTHON_SUFFIXES]
+    options = types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers)
     registration = types.Registration(
         id=f"dynamo-lens-watch-{uuid.uuid4().hex}",
         method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
@@ -141,6 +153,8 @@ def register_pull(server: DynamoLensServer) -> None:
         held = {previous.uri: previous.value for previous in params.previous_result_ids}
         items: list[types.WorkspaceDocumentDiagnosticReport] = []
         for path in server.documents.paths():
+            if is_notebook(path):
+                continue  # its cells are documents of their own, pulled one by one while it is open
             state = server.documents.get(path)
             uri, result_id = path_to_uri(path), _result_id(state)
             version = state.version if state.open else None
@@ -299,6 +313,19 @@ def set_runtime_findings(server: DynamoLensServer, findings: Iterable[TrackedFin
 def current_diagnostics(server: DynamoLensServer, state: DocumentState) -> list[types.Diagnostic]:
     """Static findings and the last run's, merged: where the run confirms a static finding, both say so; runtime
     findings whose text was edited since the run are shown stale."""
+    return server.diagnostic_cache.diagnostics(state.path, _shown(server, state), server.lines_of)
+
+
+def cell_diagnostics(
+    server: DynamoLensServer, state: DocumentState, notebook: OpenNotebook
+) -> dict[str, list[types.Diagnostic]]:
+    """:func:`current_diagnostics` of an open notebook, by the cell document they are on."""
+    by_cell = cell_findings(notebook, _shown(server, state))
+    return {uri: server.diagnostic_cache.diagnostics(uri, found, server.lines_of) for uri, found in by_cell.items()}
+
+
+def _shown(server: DynamoLensServer, state: DocumentState) -> list[tuple[Finding, bool]]:
+    """The findings of the document, each with whether it is stale."""
     runtime = state.runtime if server.settings.enable_runtime else ()
     fresh = [item.finding for item in runtime if not item.stale]
     merged = list(state.static)
@@ -306,24 +333,32 @@ def current_diagnostics(server: DynamoLensServer, state: DocumentState) -> list[
         from dynamo_lens.runtime.attribution import merge_findings  # loaded with the first run's results
 
         merged = merge_findings(state.static, fresh)
-    findings = [(finding, False) for finding in merged] + [(item.finding, True) for item in runtime if item.stale]
-    return server.diagnostic_cache.diagnostics(state.path, findings, server.lines_of)
+    return [(finding, False) for finding in merged] + [(item.finding, True) for item in runtime if item.stale]
 
 
 def publish(server: DynamoLensServer, paths: Sequence[str], pulled: Iterable[str] = ()) -> None:
     """Push the diagnostics of ``paths``. A pull client is asked to pull again instead, unless the only changes are
-    to documents whose edits it is pulling for anyway (``pulled``)."""
+    to documents whose edits it is pulling for anyway (``pulled``). An open notebook's diagnostics are pushed to its
+    cell documents whatever the client pulls: VS Code pulls files, never the cells of a notebook (seen in its
+    trace), so a notebook is push-only."""
     if not paths or server.stopping:
         return
     for path in paths:
         server.documents.get(path).published += 1
+    for path in paths:
+        notebook = server.notebooks.get(path)
+        for cell_uri, found in (
+            cell_diagnostics(server, server.documents.get(path), notebook).items() if notebook else ()
+        ):
+            server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=found))
+    files = [path for path in paths if not is_notebook(path)]  # a closed notebook's JSON lines are no places
     if server.client_supports_pull_diagnostics:
         refresh = server.client_capabilities.workspace
         supported = refresh is not None and refresh.diagnostics is not None and refresh.diagnostics.refresh_support
-        if supported and set(paths) - set(pulled):
+        if supported and set(files) - set(pulled):
             server.workspace_diagnostic_refresh(None)
         return
-    for path in paths:
+    for path in files:
         state = server.documents.get(path)
         server.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from dynamo_lens.lsp.compiled import Place, body_end, observed, place_at, places_in_file
+from dynamo_lens.lsp.notebook_cells import module_line, notebook_of_cell
 from dynamo_lens.lsp.positions import from_lsp_position, to_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.model import Finding
+from dynamo_lens.notebooks import cell_at, locate
 from dynamo_lens.torch_facts import torch_name
 
 if TYPE_CHECKING:
@@ -27,10 +29,17 @@ def register(server: DynamoLensServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     @server.guarded()
     def hover(params: types.HoverParams) -> types.Hover | None:
-        path = server.path_of(params.text_document.uri)
+        uri, position = params.text_document.uri, params.position
+        path = server.path_of(uri)
+        in_notebook = notebook_of_cell(server.notebooks, uri) if path is None else None
+        if in_notebook is not None:  # a notebook cell: the same place in the notebook's module
+            line = module_line(in_notebook[1], uri, position.line)
+            if line is None:
+                return None
+            path, position = in_notebook[0], types.Position(line=line, character=position.character)
         if path is None or server.open_lines(path) is None:
             return None
-        markdown = hover_at(server, path, params.position)
+        markdown = hover_at(server, path, position)
         if markdown is None:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown))
@@ -54,7 +63,12 @@ def hover_at(server: DynamoLensServer, path: str, position: types.Position) -> s
         return render_observed(place, seen, report)
     state = server.documents.find(path)
     static = state.static if state is not None else ()
-    return render_predicted(place, predicted_findings(place, static, body_end(place, server.analysis.summary(path))))
+    predicted = predicted_findings(place, static, body_end(place, server.analysis.summary(path)))
+    notebook = server.notebooks.get(path)
+    hovered = cell_at(line, notebook.cells) if notebook is not None else None
+    if notebook is not None:  # lines as the user sees them: in cells
+        predicted = [locate(finding, notebook.cells) for finding in predicted]
+    return render_predicted(place, predicted, hovered.index if hovered is not None else None)
 
 
 def hazard_hover(server: DynamoLensServer, path: str, line: int, column: int) -> str | None:
@@ -116,13 +130,18 @@ def predicted_findings(place: Place, findings: Sequence[Finding], end: int) -> l
     return [f for f in findings if f.path == place.path and place.line <= f.span.line < end and f.code != "DL001"]
 
 
-def render_predicted(place: Place, findings: Sequence[Finding]) -> str:
+def render_predicted(place: Place, findings: Sequence[Finding], cell: int | None = None) -> str:
+    """The predicted guards of ``place``; in a notebook, whose ``cell`` is hovered, lines count within cells (the
+    editor knows a cell by its place among the notebook's cells, which the server does not: only whether a finding
+    is in the hovered cell is said)."""
     head = f"**Dynamo Lens** · `{place.name}` · no run yet"
     if not findings:
         return f"{head}\n\nNo guard hazards predicted. Run it with Dynamo Lens to see the real guards."
     body = [f"#### Predicted guards (static analysis, {torch_name()} behaviour)"]
     for finding in findings:
-        body.append(f"- *predicted* · line {finding.span.line} · **{finding.code}**: {predicted_guard(finding)}")
+        span = finding.span
+        where = f"line {span.line}" + (" of another cell" if span.cell not in (None, cell) else "")
+        body.append(f"- *predicted* · {where} · **{finding.code}**: {predicted_guard(finding)}")
     body.append("\n_Predicted from the source; run with Dynamo Lens to see what Dynamo really guards._")
     return "\n".join([head, "", *body])
 

@@ -21,6 +21,7 @@ import os
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
+from urllib.parse import unquote
 
 from cattrs import Converter
 from lsprotocol import types
@@ -34,6 +35,7 @@ from dynamo_lens.config import Settings
 from dynamo_lens.lsp.analysis import WorkspaceAnalysis
 from dynamo_lens.lsp.diagnostic_cache import DiagnosticCache
 from dynamo_lens.lsp.documents import DocumentStore
+from dynamo_lens.lsp.notebook_cells import OpenNotebook
 from dynamo_lens.lsp.runs import RunStore
 from dynamo_lens.lsp.settings import ServerSettings
 
@@ -42,6 +44,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 logger = logging.getLogger(__name__)
 
 NAME = "dynamo-lens"
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[
+        types.NotebookDocumentFilterWithCells(
+            notebook=types.NotebookDocumentFilterNotebookType(notebook_type="jupyter-notebook"),
+            cells=[types.NotebookCellLanguage(language="python")],
+        )
+    ],
+    save=True,
+)
+"""What the server asks the client to sync: Jupyter notebooks, with their Python cells."""
 
 
 class RequestRefused(JsonRpcException):
@@ -59,12 +71,15 @@ class DynamoLensServer(LanguageServer):
             NAME,
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=NOTEBOOK_SYNC,
             converter_factory=self._converter,
         )
         self.settings = ServerSettings()
         self.rules: Settings | None = None
         """The effective select/ignore/severity (editor over ``pyproject.toml``); None until computed."""
         self.documents = DocumentStore()
+        self.notebooks: dict[str, OpenNotebook] = {}
+        """Notebooks open in the editor, by path (their module's state is in ``documents`` under that path)."""
         self.analysis = WorkspaceAnalysis()
         self.runs = RunStore()
         self.workspace_scan: asyncio.Future[None] | None = None
@@ -158,7 +173,11 @@ class DynamoLensServer(LanguageServer):
         return state.lines if state is not None and state.open else None
 
     def lines_of(self, path: str) -> Sequence[str]:
-        """Current lines of ``path``: the editor's text when open, else the file on disk (cached by mtime)."""
+        """Current lines of ``path``: the editor's text when open, else the file on disk (cached by mtime); for a
+        notebook cell, the ``vscode-notebook-cell:`` URI of its document, that document's lines."""
+        cell = self.workspace.text_documents.get(unquote(path)) if not path.startswith("/") else None
+        if cell is not None:
+            return list(cell.lines)
         lines = self.open_lines(path)
         if lines is not None:
             return lines
@@ -185,9 +204,19 @@ class DynamoLensServer(LanguageServer):
 
 def create_server() -> DynamoLensServer:
     """A server with every feature registered. Imports stay light: no torch, no runtime work at import."""
-    from dynamo_lens.lsp import code_actions, code_lens, commands, diagnostics, hover, inlay_hints, lifecycle
+    from dynamo_lens.lsp import (
+        code_actions,
+        code_lens,
+        commands,
+        diagnostics,
+        hover,
+        inlay_hints,
+        lifecycle,
+        notebook_documents,
+    )
 
     server = DynamoLensServer()
-    for feature in (lifecycle, diagnostics, hover, inlay_hints, code_lens, code_actions, commands):
+    features = (lifecycle, diagnostics, notebook_documents, hover, inlay_hints, code_lens, code_actions, commands)
+    for feature in features:
         feature.register(server)
     return server
