@@ -1,3 +1,24 @@
 """Dynamo Lens: what torch.compile guards on, why it recompiles, and how to stop it."""
 
+from __future__ import annotations
+
+import os
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dynamo_lens.runtime.recording import Recording
+
 __version__ = "0.1.0"
+
+
+def record(report: str | os.PathLike[str] | None = None) -> AbstractContextManager[Recording]:
+    """Record what Dynamo does inside a ``with`` block of this program (``dynamo_lens.runtime.recording``)::
+
+    with dynamo_lens.record() as run:
+        train_one_epoch(model)
+    print(run.report.summary, run.findings)
+    """
+    from dynamo_lens.runtime.recording import record as recording  # the shim loads with the first recording
+
+    return recording(report)

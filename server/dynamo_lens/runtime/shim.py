@@ -1229,6 +1229,25 @@ def _find_torch() -> tuple[str | None, str | None]:
     return torch_dir, found[1] if found else None
 
 
+def _put_back(owner: Any, name: str, ours: Any, original: Any) -> None:
+    """``owner.name = original`` where ``owner.name`` is still ``ours`` (what the program put there since stays)."""
+    if getattr(owner, name, None) is ours:
+        setattr(owner, name, original)
+
+
+def _handler_remover(logger: logging.Logger, handler: logging.Handler) -> Callable[[], None]:
+    """Adds ``handler`` to ``logger``; returns what takes it out again, with the level and propagation it had."""
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+
+    def remove() -> None:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+    return remove
+
+
 class DynamoImportWatcher:
     """A ``sys.meta_path`` finder that calls back right after ``torch._dynamo`` has been imported, then leaves."""
 
@@ -1286,6 +1305,8 @@ class Collector:
         self.finish_lock = threading.Lock()
         self.reported_errors: set[str] = set()
         self.warnings_seen: set[tuple[str, str, str, int]] = set()
+        self.undo: list[Callable[[], None]] = []
+        """How to take each installed listener out again (:meth:`detach`), in the order they went in."""
         self.produced: dict[tuple[int, int], list[str]] | None = None
         """(epoch, frame id) → the compile ids that produced a cache entry, in order; kept only on torch before 2.5,
         whose recompile reasons carry no ids (:meth:`_install_reasons_before_2_5`)."""
@@ -1322,7 +1343,9 @@ class Collector:
         if "torch._dynamo" in sys.modules:
             self.install()
         else:
-            sys.meta_path.insert(0, DynamoImportWatcher(self.install))
+            watcher = DynamoImportWatcher(self.install)
+            sys.meta_path.insert(0, watcher)
+            self.undo.append(lambda: sys.meta_path.remove(watcher) if watcher in sys.meta_path else None)
 
     def install(self) -> None:
         """Install the listeners (``torch._dynamo`` has just been imported); emits an ``installed`` event."""
@@ -1370,6 +1393,7 @@ class Collector:
             shown(message, category, filename, lineno, *args, **kwargs)
 
         warnings.showwarning = showwarning
+        self.undo.append(lambda: _put_back(warnings, "showwarning", showwarning, shown))
 
     def _warning(self, category: str, message: str, path: str, line: int) -> None:
         key = (category, message[:MAX_REASON_TEXT], path, int(line))
@@ -1424,9 +1448,9 @@ class Collector:
         if not hasattr(internal, "trace_structured"):
             raise AttributeError("torch._logging._internal.trace_structured")
         logger = logging.getLogger("torch.__trace")
+        self.undo.append(_handler_remover(logger, TraceHandler(self)))
         logger.setLevel(logging.DEBUG)
         logger.propagate = False
-        logger.addHandler(TraceHandler(self))
 
     def _install_bytecode_hook(self) -> None:
         register = self.torch._dynamo.convert_frame.register_bytecode_hook
@@ -1434,7 +1458,9 @@ class Collector:
         def remember(code: types.CodeType, new_code: types.CodeType) -> None:
             self.codes[id(code)] = code
 
-        register(remember)
+        handle = register(remember)
+        if hasattr(handle, "remove"):
+            self.undo.append(handle.remove)
 
     def _check_cache_entries(self) -> None:
         getter = self.torch._dynamo.eval_frame._debug_get_cache_entry_list
@@ -1468,9 +1494,10 @@ class Collector:
         optimize.__wrapped__ = original  # type: ignore[attr-defined]
         optimize.__doc__ = original.__doc__
         dynamo.optimize = optimize
+        self.undo.append(lambda: _put_back(dynamo, "optimize", optimize, original))
 
     def _install_limit_handler(self) -> None:
-        logging.getLogger("torch._dynamo.convert_frame").addHandler(LimitHandler(self))
+        self.undo.append(_handler_remover(logging.getLogger("torch._dynamo.convert_frame"), LimitHandler(self)))
 
     def _install_guard_hook(self) -> None:
         set_hook = self.torch._C._dynamo.eval_frame.set_guard_complete_hook
@@ -1488,6 +1515,13 @@ class Collector:
 
         previous[0] = set_hook(on_guards)
         self.guard_hook = on_guards
+
+        def put_back() -> None:
+            current = set_hook(previous[0])
+            if current is not on_guards:  # the program put its own hook over ours since: it stays
+                set_hook(current)
+
+        self.undo.append(put_back)
 
     def guard_hook_replaced(self) -> bool:
         """Whether the program installed its own guard-complete hook over ours (the slot holds one hook)."""
@@ -1524,16 +1558,18 @@ class Collector:
             return reasons
 
         setattr(convert_frame, "get_and_maybe_log_recompilation_reason", reasons_with_ids)  # noqa: B010
+        name = "get_and_maybe_log_recompilation_reason"
+        self.undo.append(lambda: _put_back(convert_frame, name, reasons_with_ids, original))
 
     def _install_graph_break_log(self) -> None:
         """torch before 2.6 puts no graph-break record in its structured trace; its ``graph_breaks`` log artifact
         names the user's line, with the ``Unsupported`` error as the record's exception. A handler there reports
         them as newer torch does; the artifact prints nothing more than the user asked for (``TORCH_LOGS``)."""
         logger = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
+        self.undo.append(_handler_remover(logger, GraphBreakLogHandler(self)))
         if not logger.isEnabledFor(logging.DEBUG):  # off: turn it on for our handler only
             logger.setLevel(logging.DEBUG)
             logger.propagate = False
-        logger.addHandler(GraphBreakLogHandler(self))
 
     def _install_reset_hook(self) -> None:
         dynamo = self.torch._dynamo
@@ -1549,6 +1585,7 @@ class Collector:
         reset.__wrapped__ = original  # type: ignore[attr-defined]
         reset.__doc__ = original.__doc__
         dynamo.reset = reset
+        self.undo.append(lambda: _put_back(dynamo, "reset", reset, original))
 
     # -- listeners ----------------------------------------------------------------------------------------------------
 
@@ -1702,6 +1739,16 @@ class Collector:
         finally:
             self.stream.close()
 
+    def detach(self) -> None:
+        """Take every listener out again, newest first: a recording that ends while the program goes on
+        (``dynamo_lens.record()``, a notebook's ``%unload_ext``) leaves torch as it found it."""
+        while self.undo:
+            undo = self.undo.pop()
+            try:
+                undo()
+            except Exception as exc:  # one that cannot be undone must not keep the others in
+                self.internal_error("detach", exc)
+
     def detach_in_child(self) -> None:
         """After ``os.fork()``: the child must not write into the parent's stream or report."""
         self.stream.enabled = False
@@ -1721,7 +1768,7 @@ def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | Non
     return tb
 
 
-def _error_event(exc: BaseException, tb: types.TracebackType | None, policy: PathPolicy) -> Event:
+def error_event(exc: BaseException, tb: types.TracebackType | None, policy: PathPolicy) -> Event:
     frames = traceback.extract_tb(tb)
     user = None
     for fs in frames:
@@ -1859,12 +1906,12 @@ def main(argv: list[str]) -> int:
         raise
     except KeyboardInterrupt as exc:
         tb = _user_traceback(exc.__traceback__)
-        collector.finish("keyboard_interrupt", 130, _error_event(exc, tb, collector.policy))
+        collector.finish("keyboard_interrupt", 130, error_event(exc, tb, collector.policy))
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         return 130
     except BaseException as exc:
         tb = _user_traceback(exc.__traceback__)
-        collector.finish("exception", 1, _error_event(exc, tb, collector.policy))
+        collector.finish("exception", 1, error_event(exc, tb, collector.policy))
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         return 1
     collector.finish("returned", 0, None)
