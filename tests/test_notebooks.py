@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from dynamo_lens.model import Span
+from dynamo_lens.model import CellRef, Span
 from dynamo_lens.notebooks import Cell, locate_span, module_of_cells
 
 
@@ -43,7 +43,7 @@ def test_cell_magics_blank_their_cell_unless_it_runs_python() -> None:
 
 def test_spans_map_to_their_cell_and_stay_put_across_cells() -> None:
     cells = module_of_cells([(0, "a = 1\nb = 2\n"), (3, "c = 3\n")]).cells
-    assert locate_span(Span("nb.ipynb", 3, 1, 3, 6), cells) == Span("nb.ipynb", 1, 1, 1, 6, cell=3)
-    assert locate_span(Span("nb.ipynb", 2, 1, 2, 6), cells) == Span("nb.ipynb", 2, 1, 2, 6, cell=0)
+    assert locate_span(Span("nb.ipynb", 3, 1, 3, 6), cells) == Span("nb.ipynb", 1, 1, 1, 6, cell=CellRef(3))
+    assert locate_span(Span("nb.ipynb", 2, 1, 2, 6), cells) == Span("nb.ipynb", 2, 1, 2, 6, cell=CellRef(0))
     spanning = Span("nb.ipynb", 2, 1, 3, 2)
     assert locate_span(spanning, cells) == spanning  # across two cells: no one cell holds it

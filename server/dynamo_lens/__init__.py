@@ -22,3 +22,17 @@ def record(report: str | os.PathLike[str] | None = None) -> AbstractContextManag
     from dynamo_lens.runtime.recording import record as recording  # the shim loads with the first recording
 
     return recording(report)
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext dynamo_lens`` in IPython or Jupyter: record this kernel (``dynamo_lens.runtime.kernel``)."""
+    from dynamo_lens.runtime.kernel import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: object) -> None:
+    """``%unload_ext dynamo_lens``: stop recording, keep the report."""
+    from dynamo_lens.runtime.kernel import unload
+
+    unload(ipython)

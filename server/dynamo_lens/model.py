@@ -41,6 +41,35 @@ class Severity(str, enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class CellRef:
+    """The notebook cell a span's lines count in: its place among the notebook's cells (0-based, as nbformat and
+    editors number them; None where a kernel cannot know it), and, in a kernel's run, the execution count of the
+    run of the cell (``In [n]``) and the cell's id when the front end sent it."""
+
+    index: int | None = None
+    execution_count: int | None = None
+    id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "execution_count": self.execution_count, "id": self.id}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CellRef:
+        index, count, name = data.get("index"), data.get("execution_count"), data.get("id")
+        return cls(
+            index=int(index) if index is not None else None,
+            execution_count=int(count) if count is not None else None,
+            id=str(name) if name is not None else None,
+        )
+
+    def describe(self) -> str:
+        """``cell 3`` (counted from 1, top to bottom), or ``In [5]`` where only the run of the cell is known."""
+        if self.index is not None:
+            return f"cell {self.index + 1}"
+        return f"In [{self.execution_count}]" if self.execution_count is not None else "a cell"
+
+
+@dataclass(frozen=True, slots=True)
 class Span:
     """A range of text in one file (1-based lines and character columns; ``end_column`` exclusive)."""
 
@@ -49,9 +78,8 @@ class Span:
     column: int
     end_line: int
     end_column: int
-    cell: int | None = None
-    """In a notebook: the index of the cell (0-based among all its cells, as nbformat numbers them), and then the
-    lines count within that cell (``notebooks.locate``)."""
+    cell: CellRef | None = None
+    """In a notebook: the cell the lines count in (``notebooks.locate``; a kernel's report)."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -62,7 +90,7 @@ class Span:
             "end_column": self.end_column,
         }
         if self.cell is not None:
-            data["cell"] = self.cell
+            data["cell"] = self.cell.to_json()
         return data
 
     @classmethod
@@ -75,7 +103,7 @@ class Span:
             column=column,
             end_line=int(data.get("end_line", line)),
             end_column=int(data.get("end_column", column)),
-            cell=int(data["cell"]) if data.get("cell") is not None else None,
+            cell=CellRef.from_json(data["cell"]) if isinstance(data.get("cell"), Mapping) else None,
         )
 
 
@@ -173,8 +201,9 @@ class Finding:
         return self.span.path
 
     def sort_key(self) -> tuple[str, int, int, int, str]:
-        cell = -1 if self.span.cell is None else self.span.cell
-        return (self.span.path, cell, self.span.line, self.span.column, self.code)
+        cell = self.span.cell
+        order = -1 if cell is None else cell.index if cell.index is not None else cell.execution_count or 0
+        return (self.span.path, order, self.span.line, self.span.column, self.code)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from dynamo_lens.model import Edit, Finding, Related, Span
+from dynamo_lens.model import CellRef, Edit, Finding, Related, Span
 
 NOTEBOOK_SUFFIX = ".ipynb"
 _IPYTHON_LINE = re.compile(r"^([ \t]*)(?:[%!]|[\w.]+[ \t]*=[ \t]*[%!]|[\w.\[\]()]+\?{1,2}[ \t]*$)")
@@ -88,7 +88,7 @@ def locate_span(span: Span, cells: Sequence[Cell]) -> Span:
     if cell is None or span.cell is not None or span.end_line >= cell.first_line + cell.lines:
         return span
     offset = cell.first_line - 1
-    return replace(span, line=span.line - offset, end_line=span.end_line - offset, cell=cell.index)
+    return replace(span, line=span.line - offset, end_line=span.end_line - offset, cell=CellRef(cell.index))
 
 
 def cell_at(line: int, cells: Sequence[Cell]) -> Cell | None:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from dynamo_lens import notebooks
+from dynamo_lens.model import CellRef
 from dynamo_lens.notebooks import Cell, NotebookModule
 
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -37,7 +38,7 @@ class FileProblem:
     """What ``check``'s summary line counts it under (``"binary"``, ``"syntax error"``); empty for a directory."""
     partial: bool = False
     """The file was still analysed, up to the problem (the lines above a syntax error); else it was skipped."""
-    cell: int | None = None
+    cell: CellRef | None = None
     """In a notebook, the cell ``line`` counts in (as :attr:`model.Span.cell`)."""
 
 
@@ -129,7 +130,8 @@ def problem_in_cell(problem: FileProblem, cells: Sequence[Cell]) -> FileProblem:
     message = problem.message
     if found is not None:
         message = f"{message[: found.start()]}(cell {cell.index + 1}, line {within})"
-    return replace(problem, message=message, line=within if problem.line is not None else None, cell=cell.index)
+    line = within if problem.line is not None else None
+    return replace(problem, message=message, line=line, cell=CellRef(cell.index))
 
 
 def _declared_encoding(data: bytes) -> str | None:

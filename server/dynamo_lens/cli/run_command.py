@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -259,7 +260,7 @@ def render_text(
     if report is not None:
         stats = frame_stats(report)
         if stats:
-            lines += _frame_table(stats)
+            lines += frame_table(stats)
             lines.append(f"in all: {report.counts().describe()}")
         else:
             lines.append("no frame was compiled" + ("" if report.frames else " (torch.compile never ran)"))
@@ -272,7 +273,7 @@ def render_text(
             lines.append(f"{plural(skipped, 'frame')} skipped by Dynamo (nothing to compile)")
         if findings:
             lines.append("")
-            lines += [_finding_line(f) for f in findings]
+            lines += [finding_line(f) for f in findings]
         if not report.complete:
             lines.append("the report is partial: the run was stopped before the shim could finish it")
     lines += [f"note: {note}" for note in outcome.notes]
@@ -293,10 +294,13 @@ def _headline(outcome: RunOutcome, target: Target) -> str:
 _COLUMNS = ("compiled frame", "compiles", "recompiles", "graph breaks", "limit", "compile s")
 
 
-def _frame_table(stats: list[FrameStats]) -> list[str]:
+def frame_table(stats: list[FrameStats], display: Callable[[str], str] | None = None) -> list[str]:
+    """Per compiled frame its compiles, recompiles, graph breaks, limit and compile time, with the recompiles'
+    culprits under it; ``display`` names a file (default: relative to the working directory)."""
+    display = display or _display
     rows = [
         (
-            f"{s.label}  {_display(s.frame.path)}:{s.frame.line}",
+            f"{s.label}  {display(s.frame.path)}:{s.frame.line}",
             str(s.compiles),
             str(s.recompiles),
             str(s.graph_breaks),
@@ -313,7 +317,7 @@ def _frame_table(stats: list[FrameStats]) -> list[str]:
             guard = f"`{blame.shown}`" if blame.failed is not None else "reason not recorded"
             kind = f" ({blame.failed.kind})" if blame.failed is not None and blame.failed.kind else ""
             how = {"call": "triggered by the call at", "frame": "at"}.get(blame.attributed_to, "guard installed at")
-            lines.append(f"    recompile culprit: {guard}{kind}, {how} {_display(blame.path)}:{blame.line}")
+            lines.append(f"    recompile culprit: {guard}{kind}, {how} {display(blame.path)}:{blame.line}")
     return lines
 
 
@@ -321,9 +325,9 @@ def _cell(text: str, width: int, column: int) -> str:
     return text.ljust(width) if column == 0 else text.rjust(width)
 
 
-def _finding_line(finding: Finding) -> str:
+def finding_line(finding: Finding, display: Callable[[str], str] | None = None) -> str:
     span = finding.span
-    return f"{_display(span.path)}:{span.line}:{span.column}: {finding.code} {finding.message}"
+    return f"{(display or _display)(span.path)}:{span.line}:{span.column}: {finding.code} {finding.message}"
 
 
 def _display(path: str) -> str:

@@ -140,7 +140,8 @@ def render_predicted(place: Place, findings: Sequence[Finding], cell: int | None
     body = [f"#### Predicted guards (static analysis, {torch_name()} behaviour)"]
     for finding in findings:
         span = finding.span
-        where = f"line {span.line}" + (" of another cell" if span.cell not in (None, cell) else "")
+        elsewhere = span.cell is not None and span.cell.index != cell
+        where = f"line {span.line}" + (" of another cell" if elsewhere else "")
         body.append(f"- *predicted* · {where} · **{finding.code}**: {predicted_guard(finding)}")
     body.append("\n_Predicted from the source; run with Dynamo Lens to see what Dynamo really guards._")
     return "\n".join([head, "", *body])

@@ -82,5 +82,6 @@ def _edits_in_cells(edits: Iterable[Edit], notebook: OpenNotebook) -> tuple[Edit
 
 def _in_cell_document(span: Span, notebook: OpenNotebook) -> Span | None:
     """A cell-relative span as a span of the cell's document (its URI standing for the path)."""
-    uri = notebook.cell_uris.get(span.cell) if span.cell is not None else None
+    index = span.cell.index if span.cell is not None else None
+    uri = notebook.cell_uris.get(index) if index is not None else None
     return replace(span, path=uri, cell=None) if uri is not None else None

@@ -127,16 +127,16 @@ def _notification(problem: FileProblem, cwd: Path) -> dict[str, Any]:
     if problem.line is not None:
         physical["region"] = {"startLine": problem.line, "startColumn": problem.column or 1}
     if problem.cell is not None:
-        physical["properties"] = {"cell": problem.cell}
+        physical["properties"] = {"cell": problem.cell.to_json()}
     return {"level": "warning", "message": {"text": problem.message}, "locations": [{"physicalLocation": physical}]}
 
 
 def _physical(span: Span) -> dict[str, Any]:
-    """The location; in a notebook, lines count within the cell that ``properties.cell`` names (0-based index among
+    """The location; in a notebook, lines count within the cell that ``properties.cell`` names (its 0-based index among
     the notebook's cells)."""
     physical: dict[str, Any] = {"artifactLocation": _artifact(span.path), "region": _region(span)}
     if span.cell is not None:
-        physical["properties"] = {"cell": span.cell}
+        physical["properties"] = {"cell": span.cell.to_json()}
     return physical
 
 

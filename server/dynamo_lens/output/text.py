@@ -28,7 +28,7 @@ def render_text(
 
 def _where(span: Span) -> str:
     """``path:line:col``, or ``nb.ipynb:cell 3:line:col`` in a notebook (cells counted from 1, top to bottom)."""
-    cell = "" if span.cell is None else f"cell {span.cell + 1}:"
+    cell = "" if span.cell is None else f"{span.cell.describe()}:"
     return f"{span.path}:{cell}{span.line}:{span.column}"
 
 
@@ -60,7 +60,7 @@ def render_problem(problem: FileProblem, cwd: Path) -> str:
     """One stderr line for a file that could not be (fully) analysed."""
     where = display_path(problem.path, cwd)
     if problem.line is not None:
-        where += "" if problem.cell is None else f":cell {problem.cell + 1}"
+        where += "" if problem.cell is None else f":{problem.cell.describe()}"
         where += f":{problem.line}" + (f":{problem.column}" if problem.column is not None else "")
     return f"dynamo-lens: {where}: {problem.message}"
 

@@ -17,6 +17,7 @@ confirms it, and both say so.
 
 from __future__ import annotations
 
+import linecache
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -583,7 +584,10 @@ def _needles(sources: Sequence[str]) -> list[str]:
 
 
 def _read_text(path: str) -> str | None:
+    """The file's text; in the process that ran it, what ``linecache`` holds for a name no file has (a notebook
+    cell's ``/tmp/ipykernel_<pid>/<hash>.py``, which IPython never writes to disk)."""
     try:
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return None
+        cached = linecache.getlines(path)
+        return "".join(cached) if cached else None

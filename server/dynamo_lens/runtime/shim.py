@@ -1719,18 +1719,8 @@ class Collector:
                     "import watcher", RuntimeError("torch._dynamo was imported without the shim seeing it")
                 )
             self.walk_cache_entries()
-            if self.sources_ok.get("guard_complete_hook"):
-                replaced = self.guard_hook_replaced()
-                sites = [[path, line, count] for (path, line), count in self.miss_sites.items() if path]
-                self.stream.emit("calls", hits=self.hits, misses=self.misses, miss_sites=sites, replaced=replaced)
-            self.stream.emit(
-                "end",
-                ended_by=ended_by,
-                exit_code=exit_code,
-                error=error,
-                duration_s=round(time.monotonic() - self.started, 3),
-                config=self.config_snapshot(),
-            )
+            for kind, fields in self._closing(ended_by, exit_code, error):
+                self.stream.emit(kind, **fields)
             self.stream.enabled = False
             write_json_atomically(build_report(self.stream.events), self.report_path)
         except Exception as exc:  # the report is best effort; the user's exit code is not
@@ -1738,6 +1728,29 @@ class Collector:
             self.internal_error("report writer", exc)
         finally:
             self.stream.close()
+
+    def report_so_far(self) -> Event:
+        """The report as :meth:`finish` would write it now, ending nothing (a live kernel's ``%dynamo_lens``)."""
+        self.walk_cache_entries()
+        with self.stream.lock:
+            events = list(self.stream.events)
+        closing = [{"ev": kind, "epoch": self.stream.epoch, **fields} for kind, fields in self._closing("returned")]
+        return build_report(events + closing)
+
+    def _closing(
+        self, ended_by: str, exit_code: int | None = None, error: Event | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The events that end a run: the call counts (where the guard hook saw them), then ``end``."""
+        closing: list[tuple[str, dict[str, Any]]] = []
+        if self.sources_ok.get("guard_complete_hook"):
+            replaced = self.guard_hook_replaced()
+            sites = [[path, line, count] for (path, line), count in self.miss_sites.items() if path]
+            calls = {"hits": self.hits, "misses": self.misses, "miss_sites": sites, "replaced": replaced}
+            closing.append(("calls", calls))
+        duration = round(time.monotonic() - self.started, 3)
+        end = {"ended_by": ended_by, "exit_code": exit_code, "error": error, "duration_s": duration}
+        closing.append(("end", {**end, "config": self.config_snapshot()}))
+        return closing
 
     def detach(self) -> None:
         """Take every listener out again, newest first: a recording that ends while the program goes on
