@@ -119,3 +119,36 @@ def _python_lines(source: str) -> list[str]:
         magic_continues = match is not None and line.endswith("\\")
         python_continues = match is None and line.endswith("\\")
     return out
+
+
+KERNEL_CELL_SEED = 0xC70F6907
+"""The seed ipykernel hashes a cell's text with to name the file the cell runs as."""
+
+
+def kernel_cell_name(source: str) -> str:
+    """The base name of the file ipykernel (6.x, 7.x) runs a cell with this text as (``/tmp/ipykernel_<pid>/<name>``):
+    the 32-bit MurmurHash2 of its UTF-8 text, seeded with :data:`KERNEL_CELL_SEED`."""
+    return f"{murmur2_32(source.encode('utf-8'), KERNEL_CELL_SEED)}.py"
+
+
+def is_kernel_cell_file(path: str) -> bool:
+    """``path`` names a cell's file of an ipykernel (a directory ``ipykernel_<pid>``, a ``<hash>.py`` in it)."""
+    directory, _, name = path.replace("\\", "/").rpartition("/")
+    return directory.rpartition("/")[2].startswith("ipykernel_") and name.removesuffix(".py").isdigit()
+
+
+def murmur2_32(data: bytes, seed: int) -> int:
+    """MurmurHash2, 32-bit (Austin Appleby's public-domain hash): little-endian 4-byte blocks, then the tail."""
+    multiplier, mask = 0x5BD1E995, 0xFFFFFFFF
+    value = (seed ^ len(data)) & mask
+    whole = len(data) - len(data) % 4
+    for start in range(0, whole, 4):
+        block = int.from_bytes(data[start : start + 4], "little") * multiplier & mask
+        block ^= block >> 24
+        value = (value * multiplier & mask) ^ (block * multiplier & mask)
+    tail = data[whole:]
+    if tail:
+        value = (value ^ int.from_bytes(tail, "little")) * multiplier & mask
+    value ^= value >> 13
+    value = value * multiplier & mask
+    return value ^ (value >> 15)

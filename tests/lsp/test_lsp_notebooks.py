@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+import nbformat
 import pytest
 from lsp_session import Session, StartServer, uri
 from lsprotocol import types
+from nbclient import NotebookClient
 
 IMPORTS = "%matplotlib inline\nimport torch\nfrom torch import nn\n"
 MODULE = """\
@@ -167,3 +170,35 @@ async def test_a_pull_client_gets_the_cells_pushed(lsp: StartServer, workspace: 
         types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=cell_uri(notebook, 2)))
     )
     assert isinstance(report, types.RelatedFullDocumentDiagnosticReport) and not report.items
+
+
+@pytest.mark.slow
+async def test_what_a_kernel_recorded_lands_on_the_cells_it_ran(session: Session, workspace: Path) -> None:
+    """The notebook's cells run in a real kernel under ``%load_ext dynamo_lens``, started in the notebook's folder;
+    once the client reports the recording changed, the recompiles show on the class's cell, at the counter."""
+    notebook = workspace / "counter.ipynb"
+    open_notebook(session, notebook)
+    module_cell = cell_uri(notebook, 2)
+    await session.until(lambda: published(session, module_cell))
+    assert not [d for d in published(session, module_cell) or () if d.code == "DL501"]  # nothing ran yet
+
+    ran = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(text)
+            for text in ("%load_ext dynamo_lens", IMPORTS.split("\n", 1)[1], MODULE, RUN)
+        ]
+    )
+    client = NotebookClient(ran, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(workspace)}})
+    await asyncio.to_thread(client.execute)
+    (recording,) = (workspace / ".dynamo-lens").glob("kernel-*.json.events.jsonl")
+    session.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=uri(recording), type=types.FileChangeType.Changed)]
+        )
+    )
+    recompiled = await session.until(
+        lambda: [d for d in published(session, module_cell) or () if d.code == "DL501"], timeout=60
+    )
+    assert recompiled[0].range.start == types.Position(line=COUNTER_LINE, character=8)
+    assert recompiled[0].message.startswith("recompiled 7\N{MULTIPLICATION SIGN}: `self.n == 7` failed (EQUALS_MATCH)")
+    assert "(confirmed: 7 recompiles, as DL101 predicted)" in recompiled[0].message  # merged with the static scan

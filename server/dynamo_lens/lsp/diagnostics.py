@@ -27,6 +27,7 @@ from lsprotocol import types
 
 from dynamo_lens.config import Settings
 from dynamo_lens.discovery import PYTHON_SUFFIXES, discover, is_python_file
+from dynamo_lens.lsp import kernel_runs
 from dynamo_lens.lsp.analysis import Linked
 from dynamo_lens.lsp.convert import path_to_uri
 from dynamo_lens.lsp.documents import DocumentState, TrackedFinding, track_change
@@ -77,7 +78,12 @@ def register(server: DynamoLensServer) -> None:
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     @server.guarded()
     def did_change_watched_files(params: types.DidChangeWatchedFilesParams) -> None:
-        paths = [p for p in (server.path_of(change.uri) for change in params.changes) if p and is_python_file(p)]
+        changed = [p for p in (server.path_of(change.uri) for change in params.changes) if p]
+        folders = {str(Path(p).parent.parent) for p in changed if kernel_runs.is_recording(p)}
+        if folders:  # a kernel recorded more: the open notebooks next to it show it
+            notebooks = [p for p in server.notebooks if str(Path(p).parent) in folders]
+            server.kernel_refresh = asyncio.ensure_future(kernel_runs.refresh(server, notebooks))
+        paths = [p for p in changed if is_python_file(p)]
         closed = [p for p in paths if not (server.documents.find(p) and server.documents.get(p).open)]
         if closed and server.settings.enable_static:
             server.relink = asyncio.ensure_future(_reread_from_disk(server, closed))
@@ -104,7 +110,8 @@ async def watch_python_files(server: DynamoLensServer) -> None:
     watched = workspace.did_change_watched_files if workspace is not None else None
     if watched is None or not watched.dynamic_registration:
         return
-    watchers = [types.FileSystemWatcher(glob_pattern=f"**/*{suffix}") for suffix in PYTHON_SUFFIXES]
+    patterns = [f"**/*{suffix}" for suffix in PYTHON_SUFFIXES] + [f"**/{kernel_runs.RECORDINGS}/{kernel_runs.EVENTS}"]
+    watchers = [types.FileSystemWatcher(glob_pattern=pattern) for pattern in patterns]
     options = types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers)
     registration = types.Registration(
         id=f"dynamo-lens-watch-{uuid.uuid4().hex}",
@@ -328,6 +335,10 @@ def _shown(server: DynamoLensServer, state: DocumentState) -> list[tuple[Finding
     """The findings of the document, each with whether it is stale."""
     runtime = state.runtime if server.settings.enable_runtime else ()
     fresh = [item.finding for item in runtime if not item.stale]
+    notebook = server.notebooks.get(state.path)
+    recorded = server.kernel_reports.get(state.path) if server.settings.enable_runtime else None
+    if notebook is not None and recorded:
+        fresh += kernel_runs.on_cells(state.path, notebook, kernel_runs.cell_texts(server, notebook), recorded)
     merged = list(state.static)
     if fresh:
         from dynamo_lens.runtime.attribution import merge_findings  # loaded with the first run's results

@@ -9,12 +9,13 @@ URI) gets the findings inside it, with lines counted within the cell.
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import unquote
 
 from lsprotocol import types
 
 from dynamo_lens import notebooks
-from dynamo_lens.lsp import diagnostics
+from dynamo_lens.lsp import diagnostics, kernel_runs
 from dynamo_lens.lsp.notebook_cells import OpenNotebook
 from dynamo_lens.lsp.server import DynamoLensServer
 
@@ -28,6 +29,7 @@ def register(server: DynamoLensServer) -> None:
             server.analysis.pin(path)
             _read(server, path, params.notebook_document.uri, params.notebook_document.version)
             diagnostics.schedule(server, path, immediate=True)
+            server.kernel_refresh = asyncio.ensure_future(kernel_runs.refresh(server, [path]))
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     @server.guarded()
@@ -47,6 +49,7 @@ def register(server: DynamoLensServer) -> None:
         for cell_uri in notebook.cell_uris.values():  # the cells' squiggles go with the notebook
             server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
         del server.notebooks[path]
+        server.kernel_reports.pop(path, None)
         diagnostics.close_document(server, path)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)

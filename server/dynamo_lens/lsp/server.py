@@ -20,7 +20,7 @@ import logging
 import os
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import unquote
 
 from cattrs import Converter
@@ -38,6 +38,9 @@ from dynamo_lens.lsp.documents import DocumentStore
 from dynamo_lens.lsp.notebook_cells import OpenNotebook
 from dynamo_lens.lsp.runs import RunStore
 from dynamo_lens.lsp.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from dynamo_lens.runtime.report import RunReport
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -80,11 +83,15 @@ class DynamoLensServer(LanguageServer):
         self.documents = DocumentStore()
         self.notebooks: dict[str, OpenNotebook] = {}
         """Notebooks open in the editor, by path (their module's state is in ``documents`` under that path)."""
+        self.kernel_reports: dict[str, list[RunReport]] = {}
+        """What the kernels recorded next to each open notebook (``kernel_runs``), by the notebook's path."""
         self.analysis = WorkspaceAnalysis()
         self.runs = RunStore()
         self.workspace_scan: asyncio.Future[None] | None = None
         self.workspace_known = asyncio.Event()
         """Set once the first workspace scan is over (or was not needed): workspace pulls wait for it."""
+        self.kernel_refresh: asyncio.Future[None] | None = None
+        """The last reading of kernel recordings (``kernel_runs.refresh``)."""
         self.relink: asyncio.Future[None] | None = None
         """The last workspace-wide re-link (after a settings change with no open document)."""
         self._error_shown = False

@@ -20,7 +20,7 @@ from __future__ import annotations
 import linecache
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -78,9 +78,10 @@ class Blame:
     """The failing guard or Dynamo's message, readable, with :attr:`source` spelled as the user writes it."""
 
 
-def findings_from_report(report: RunReport) -> list[Finding]:
-    """Every runtime finding of a run, sorted by place."""
-    lines = _SourceLines()
+def findings_from_report(report: RunReport, read: Callable[[str], str | None] | None = None) -> list[Finding]:
+    """Every runtime finding of a run, sorted by place; ``read`` gives a file's text (default: from disk, else what
+    ``linecache`` holds), to place each finding on its expression."""
+    lines = _SourceLines(read or _read_text)
     findings = [
         *_recompiled(report, lines),
         *_limit_hits(report, lines),
@@ -543,12 +544,13 @@ def _def_related(frame: Frame, lines: _SourceLines, message: str) -> Related:
 class _SourceLines:
     """Reads the user's files once per report to place findings on the expression, not just the line."""
 
-    def __init__(self) -> None:
+    def __init__(self, read: Callable[[str], str | None] | None = None) -> None:
         self._files: dict[str, list[str] | None] = {}
+        self._read = read or _read_text
 
     def text(self, path: str, line: int) -> str | None:
         if path not in self._files:
-            content = _read_text(path)
+            content = self._read(path)
             self._files[path] = None if content is None else content.splitlines()
         lines = self._files[path]
         if lines is None or not 1 <= line <= len(lines):

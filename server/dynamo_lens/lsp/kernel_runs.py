@@ -1,0 +1,116 @@
+"""What ``%load_ext dynamo_lens`` recorded in a notebook's kernel, on that notebook's cells in the editor.
+
+The kernel streams its events to ``.dynamo-lens/kernel-<pid>.json.events.jsonl`` in its working directory, which is
+the notebook's folder as Jupyter and VS Code start kernels. The server reads the recordings next to an open notebook
+when it opens and whenever the client reports that such a file changed (the kernel ran more cells), turns them into
+runtime findings (DL501, DL502, DL503), and places each on the open cell whose text the kernel ran: ipykernel names a
+cell's file after the hash of its text (``notebooks.kernel_cell_name``). A cell edited since it ran no longer has
+that text, so its findings go until it runs again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+from dynamo_lens.lsp.notebook_cells import OpenNotebook
+from dynamo_lens.lsp.server import DynamoLensServer
+from dynamo_lens.model import Finding, Related, Span
+from dynamo_lens.notebooks import Cell, is_kernel_cell_file, kernel_cell_name
+
+if TYPE_CHECKING:
+    from dynamo_lens.runtime.report import RunReport
+
+RECORDINGS = ".dynamo-lens"
+EVENTS = "kernel-*.json.events.jsonl"
+"""The event streams of kernel recordings in a notebook's folder (``runtime.kernel``)."""
+
+
+def is_recording(path: str) -> bool:
+    """``path`` is a kernel recording's event stream."""
+    file = Path(path)
+    return file.parent.name == RECORDINGS and file.match(EVENTS)
+
+
+def read_recordings(folder: Path) -> list[RunReport]:
+    """The reports so far of every kernel recording in ``folder`` (a notebook's)."""
+    from dynamo_lens.runtime.report import EVENTS_SUFFIX, ReportError, load_partial_report
+
+    found = []
+    for events in sorted((folder / RECORDINGS).glob(EVENTS)):
+        try:
+            found.append(load_partial_report(str(events).removesuffix(EVENTS_SUFFIX)))
+        except ReportError:
+            continue  # being written, or not ours: the next change reads it again
+    return found
+
+
+async def refresh(server: DynamoLensServer, paths: Iterable[str]) -> None:
+    """Read again the recordings next to the open notebooks ``paths``, then show them on their cells."""
+    from dynamo_lens.lsp import diagnostics
+
+    try:
+        loop = asyncio.get_running_loop()
+        changed = []
+        for path in paths:
+            if path in server.notebooks:
+                folder = Path(path).parent
+                server.kernel_reports[path] = await loop.run_in_executor(server.thread_pool, read_recordings, folder)
+                changed.append(path)
+        diagnostics.publish(server, changed)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        server.report_internal_error("reading a kernel's recording", exc)
+
+
+def on_cells(path: str, notebook: OpenNotebook, texts: dict[int, str], reports: Sequence[RunReport]) -> list[Finding]:
+    """The findings of the kernel's ``reports`` about cells that hold the text the kernel ran, in the lines of the
+    notebook's module (``path``); places in cells that changed since are left out."""
+    from dynamo_lens.runtime.attribution import findings_from_report
+
+    cells = {kernel_cell_name(texts[cell.index]): cell for cell in notebook.cells if cell.index in texts}
+    sources = {name: texts[cell.index] for name, cell in cells.items()}
+    findings = [
+        finding
+        for report in reports
+        for finding in findings_from_report(report, lambda file: sources.get(_base_name(file)))
+    ]
+
+    def placed(span: Span) -> Span | None:
+        if not is_kernel_cell_file(span.path):
+            return span  # a file of the program, not a cell
+        cell = cells.get(_base_name(span.path))
+        return _in_module(span, path, cell) if cell is not None else None
+
+    shown = []
+    for finding in findings:
+        span = placed(finding.span)
+        if span is None or span.path != path:
+            continue
+        related = tuple(Related(where, r.message) for r in finding.related if (where := placed(r.span)) is not None)
+        shown.append(replace(finding, span=span, related=related, fixes=()))
+    return shown
+
+
+def cell_texts(server: DynamoLensServer, notebook: OpenNotebook) -> dict[int, str]:
+    """Each Python cell's text as the editor has it now, by cell index."""
+    texts = {}
+    for index, uri in notebook.cell_uris.items():
+        document = server.workspace.text_documents.get(unquote(uri))
+        if document is not None:
+            texts[index] = document.source
+    return texts
+
+
+def _base_name(path: str) -> str:
+    return path.replace("\\", "/").rpartition("/")[2]
+
+
+def _in_module(span: Span, path: str, cell: Cell) -> Span:
+    offset = cell.first_line - 1
+    return replace(span, path=path, line=span.line + offset, end_line=span.end_line + offset)
