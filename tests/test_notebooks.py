@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import random
 
 from dynamo_lens.model import CellRef, Span
-from dynamo_lens.notebooks import Cell, locate_span, module_of_cells
+from dynamo_lens.notebooks import Cell, is_kernel_cell_file, kernel_cell_name, locate_span, module_of_cells
 
 
 def test_ipython_syntax_becomes_pass_and_keeps_every_line() -> None:
@@ -47,3 +48,18 @@ def test_spans_map_to_their_cell_and_stay_put_across_cells() -> None:
     assert locate_span(Span("nb.ipynb", 2, 1, 2, 6), cells) == Span("nb.ipynb", 2, 1, 2, 6, cell=CellRef(0))
     spanning = Span("nb.ipynb", 2, 1, 3, 2)
     assert locate_span(spanning, cells) == spanning  # across two cells: no one cell holds it
+
+
+def test_kernel_cell_names_are_ipykernels() -> None:
+    """The server finds the cell a kernel ran by the name ipykernel gives its file: the same hash of the text."""
+    from ipykernel.compiler import get_file_name
+
+    generator = random.Random(7)
+    # characters of 1 to 4 UTF-8 bytes
+    alphabet = "abc xyz\n\t(){}[]:=+#'\"\N{LATIN SMALL LETTER E WITH ACUTE}\N{EURO SIGN}\U0001d518"
+    drawn = ("".join(generator.choices(alphabet, k=generator.randint(0, 64))) for _ in range(200))
+    texts = ["", "x", "ab", "abc", "abcd", *drawn]
+    for text in texts:
+        assert kernel_cell_name(text) == get_file_name(text).rpartition("/")[2], text
+        assert is_kernel_cell_file(get_file_name(text))
+    assert not is_kernel_cell_file("/work/project/train.py")
