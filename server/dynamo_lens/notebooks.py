@@ -35,8 +35,8 @@ class Cell:
     """One code cell inside the module text."""
 
     index: int
-    """Its place among all the notebook's cells (0-based, markdown cells counted), as nbformat and editors number
-    them; the text output shows it counted from 1."""
+    """Its place among the notebook's cells (0-based): among all of them in a file (markdown cells counted, as
+    nbformat numbers them; ``check`` shows it counted from 1), among those the editor syncs in the language server."""
     first_line: int
     """The module line its first line is on (1-based)."""
     lines: int

@@ -11,8 +11,8 @@ that text, so its findings go until it runs again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
@@ -36,7 +36,7 @@ def is_recording(path: str) -> bool:
     return file.parent.name == RECORDINGS and file.match(EVENTS)
 
 
-def read_recordings(folder: Path) -> list[RunReport]:
+def read_recordings(folder: Path) -> Recordings:
     """The reports so far of every kernel recording in ``folder`` (a notebook's)."""
     from dynamo_lens.runtime.report import EVENTS_SUFFIX, ReportError, load_partial_report
 
@@ -46,7 +46,7 @@ def read_recordings(folder: Path) -> list[RunReport]:
             found.append(load_partial_report(str(events).removesuffix(EVENTS_SUFFIX)))
         except ReportError:
             continue  # being written, or not ours: the next change reads it again
-    return found
+    return Recordings(found)
 
 
 async def refresh(server: DynamoLensServer, paths: Iterable[str]) -> None:
@@ -68,18 +68,36 @@ async def refresh(server: DynamoLensServer, paths: Iterable[str]) -> None:
         server.report_internal_error("reading a kernel's recording", exc)
 
 
-def on_cells(path: str, notebook: OpenNotebook, texts: dict[int, str], reports: Sequence[RunReport]) -> list[Finding]:
-    """The findings of the kernel's ``reports`` about cells that hold the text the kernel ran, in the lines of the
-    notebook's module (``path``); places in cells that changed since are left out."""
-    from dynamo_lens.runtime.attribution import findings_from_report
+@dataclass(slots=True)
+class Recordings:
+    """The reports so far of the kernels next to one open notebook, and their findings for the cell texts last seen
+    (every keystroke republishes the notebook: the attribution runs again only when a cell's text changed)."""
 
+    reports: list[RunReport]
+    texts: frozenset[str] | None = None
+    """The cell files the findings were placed for (None: not yet)."""
+    findings: list[Finding] = field(default_factory=list)
+
+    def findings_for(self, sources: dict[str, str]) -> list[Finding]:
+        """The findings, each placed on its expression in ``sources`` (a kernel's cell file name → its text)."""
+        from dynamo_lens.runtime.attribution import findings_from_report
+
+        names = frozenset(sources)
+        if names != self.texts:
+            self.texts = names
+            self.findings = [
+                finding
+                for report in self.reports
+                for finding in findings_from_report(report, lambda file: sources.get(_base_name(file)))
+            ]
+        return self.findings
+
+
+def on_cells(path: str, notebook: OpenNotebook, texts: dict[int, str], recorded: Recordings) -> list[Finding]:
+    """The findings of the kernels' recordings about cells that hold the text the kernel ran, in the lines of the
+    notebook's module (``path``); places in cells that changed since are left out."""
     cells = {kernel_cell_name(texts[cell.index]): cell for cell in notebook.cells if cell.index in texts}
-    sources = {name: texts[cell.index] for name, cell in cells.items()}
-    findings = [
-        finding
-        for report in reports
-        for finding in findings_from_report(report, lambda file: sources.get(_base_name(file)))
-    ]
+    findings = recorded.findings_for({name: texts[cell.index] for name, cell in cells.items()})
 
     def placed(span: Span) -> Span | None:
         if not is_kernel_cell_file(span.path):

@@ -18,7 +18,8 @@ class OpenNotebook:
     uri: str
     cells: tuple[Cell, ...]
     cell_uris: dict[int, str]
-    """Cell index (among all the notebook's cells) → its cell document's URI."""
+    """Cell index → its cell document's URI. The index counts the cells the editor syncs (VS Code: the Python ones
+    only), not every cell of the file as ``check`` does."""
 
 
 def notebook_of_cell(open_notebooks: Mapping[str, OpenNotebook], cell_uri: str) -> tuple[str, OpenNotebook] | None:

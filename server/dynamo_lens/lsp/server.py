@@ -40,7 +40,7 @@ from dynamo_lens.lsp.runs import RunStore
 from dynamo_lens.lsp.settings import ServerSettings
 
 if TYPE_CHECKING:
-    from dynamo_lens.runtime.report import RunReport
+    from dynamo_lens.lsp.kernel_runs import Recordings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,7 +83,7 @@ class DynamoLensServer(LanguageServer):
         self.documents = DocumentStore()
         self.notebooks: dict[str, OpenNotebook] = {}
         """Notebooks open in the editor, by path (their module's state is in ``documents`` under that path)."""
-        self.kernel_reports: dict[str, list[RunReport]] = {}
+        self.kernel_reports: dict[str, Recordings] = {}
         """What the kernels recorded next to each open notebook (``kernel_runs``), by the notebook's path."""
         self.analysis = WorkspaceAnalysis()
         self.runs = RunStore()
