@@ -110,7 +110,7 @@ async def watch_python_files(server: DynamoLensServer) -> None:
     watched = workspace.did_change_watched_files if workspace is not None else None
     if watched is None or not watched.dynamic_registration:
         return
-    patterns = [f"**/*{suffix}" for suffix in PYTHON_SUFFIXES] + [f"**/{kernel_runs.RECORDINGS}/{kernel_runs.EVENTS}"]
+    patterns = [f"**/*{suffix}" for suffix in PYTHON_SUFFIXES] + [kernel_runs.recordings_pattern()]
     watchers = [types.FileSystemWatcher(glob_pattern=pattern) for pattern in patterns]
     options = types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers)
     registration = types.Registration(

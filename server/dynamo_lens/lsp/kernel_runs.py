@@ -25,23 +25,29 @@ from dynamo_lens.notebooks import Cell, is_kernel_cell_file, kernel_cell_name
 if TYPE_CHECKING:
     from dynamo_lens.runtime.report import RunReport
 
-RECORDINGS = ".dynamo-lens"
-EVENTS = "kernel-*.json.events.jsonl"
-"""The event streams of kernel recordings in a notebook's folder (``runtime.kernel``)."""
+
+def recordings_pattern() -> str:
+    """The glob of kernel recordings' event streams anywhere in the workspace (for the file watcher)."""
+    from dynamo_lens.runtime.kernel import RECORDING_EVENTS, RECORDINGS
+
+    return f"**/{RECORDINGS}/{RECORDING_EVENTS}"
 
 
 def is_recording(path: str) -> bool:
     """``path`` is a kernel recording's event stream."""
+    from dynamo_lens.runtime.kernel import RECORDING_EVENTS, RECORDINGS
+
     file = Path(path)
-    return file.parent.name == RECORDINGS and file.match(EVENTS)
+    return file.parent.name == RECORDINGS and file.match(RECORDING_EVENTS)
 
 
 def read_recordings(folder: Path) -> Recordings:
     """The reports so far of every kernel recording in ``folder`` (a notebook's)."""
+    from dynamo_lens.runtime.kernel import RECORDING_EVENTS, RECORDINGS
     from dynamo_lens.runtime.report import EVENTS_SUFFIX, ReportError, load_partial_report
 
     found = []
-    for events in sorted((folder / RECORDINGS).glob(EVENTS)):
+    for events in sorted((folder / RECORDINGS).glob(RECORDING_EVENTS)):
         try:
             found.append(load_partial_report(str(events).removesuffix(EVENTS_SUFFIX)))
         except ReportError:

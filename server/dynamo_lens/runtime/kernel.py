@@ -26,9 +26,12 @@ from typing import Any, cast
 
 from dynamo_lens.model import CellRef, plural
 from dynamo_lens.runtime import shim
-from dynamo_lens.runtime.report import RunReport
+from dynamo_lens.runtime.report import EVENTS_SUFFIX, RunReport
 
-REPORTS = ".dynamo-lens"
+RECORDINGS = ".dynamo-lens"
+"""Where a kernel keeps its recording, in its working directory (the language server looks there too)."""
+RECORDING_EVENTS = f"kernel-*.json{EVENTS_SUFFIX}"
+"""The event streams of kernel recordings in :data:`RECORDINGS` (the name :meth:`KernelRecording.start` gives)."""
 USAGE = "usage: %dynamo_lens [--json | --clear]"
 
 
@@ -44,7 +47,7 @@ class KernelRecording:
         self.start()
 
     def start(self) -> None:
-        directory = Path.cwd() / REPORTS
+        directory = Path.cwd() / RECORDINGS
         directory.mkdir(exist_ok=True)
         self.report_path = directory / f"kernel-{os.getpid()}.json"
         self.collector = shim.Collector(str(self.report_path), ["<ipython kernel>"])
