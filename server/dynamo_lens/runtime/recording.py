@@ -29,12 +29,12 @@ from pathlib import Path
 
 from dynamo_lens.model import Finding
 from dynamo_lens.runtime import shim
-from dynamo_lens.runtime.report import RunReport, load_report
+from dynamo_lens.runtime.report import ReportError, RunReport, load_report
 
 
 @dataclass(slots=True)
 class Recording:
-    """One recorded block: its report once the block has ended (None inside it)."""
+    """One recorded block: its report once the block has ended (None inside it, or when it could not be written)."""
 
     report_path: Path
     report: RunReport | None = None
@@ -74,4 +74,7 @@ def record(report: str | os.PathLike[str] | None = None) -> Iterator[Recording]:
     finally:
         collector.finish(ended_by, None, error)
         collector.detach()
-        recording.report = load_report(path)
+        try:
+            recording.report = load_report(path)
+        except ReportError:  # the shim could not write it (a full disk): the block's own outcome goes on
+            recording.report = None

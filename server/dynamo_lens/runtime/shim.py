@@ -1066,10 +1066,14 @@ class EventStream:
         self.epoch = 0
         self.enabled = True
 
+    def event(self, kind: str, fields: dict[str, Any]) -> Event:
+        """An event of the current reset epoch, as the stream writes it."""
+        return {"ev": kind, "epoch": self.epoch, **fields}
+
     def emit(self, kind: str, **fields: Any) -> None:
         if not self.enabled:
             return
-        event: Event = {"ev": kind, "epoch": self.epoch, **fields}
+        event = self.event(kind, fields)
         with self.lock:
             self.events.append(event)
             if self.handle is not None:
@@ -1734,7 +1738,7 @@ class Collector:
         self.walk_cache_entries()
         with self.stream.lock:
             events = list(self.stream.events)
-        closing = [{"ev": kind, "epoch": self.stream.epoch, **fields} for kind, fields in self._closing("returned")]
+        closing = [self.stream.event(kind, fields) for kind, fields in self._closing("returned")]
         return build_report(events + closing)
 
     def _closing(
