@@ -200,5 +200,17 @@ async def test_what_a_kernel_recorded_lands_on_the_cells_it_ran(session: Session
         lambda: [d for d in published(session, module_cell) or () if d.code == "DL501"], timeout=60
     )
     assert recompiled[0].range.start == types.Position(line=COUNTER_LINE, character=8)
+    hover = await session.client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=module_cell), position=types.Position(line=0, character=7)
+        )
+    )
+    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+    assert "no run yet" not in hover.contents.value and "self.n == 7" in hover.contents.value  # the guards it saw
+    lenses = await session.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=module_cell))
+    )
+    titles = [lens.command.title for lens in lenses or () if lens.command is not None]
+    assert any(title.startswith("compiled 8\N{MULTIPLICATION SIGN}") for title in titles), titles
     assert recompiled[0].message.startswith("recompiled 7\N{MULTIPLICATION SIGN}: `self.n == 7` failed (EQUALS_MATCH)")
     assert "(confirmed: 7 recompiles, as DL101 predicted)" in recompiled[0].message  # merged with the static scan

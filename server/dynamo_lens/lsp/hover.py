@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from dynamo_lens.lsp import kernel_runs
 from dynamo_lens.lsp.compiled import Place, body_end, observed, place_at, places_in_file
 from dynamo_lens.lsp.notebook_cells import module_line, notebook_of_cell
 from dynamo_lens.lsp.positions import from_lsp_position, to_lsp_position
@@ -55,8 +56,10 @@ def hover_at(server: DynamoLensServer, path: str, position: types.Position) -> s
     if place is None:
         return hazard_hover(server, path, line, column)
     result = server.runs.for_path(path)
-    report = result.report if result is not None else None
-    seen = observed(place, report) if report is not None else None
+    # in an open notebook, what its kernel recorded (the place named as in the cells' files)
+    recorded = kernel_runs.as_recorded(server, place, path)
+    place_in_report, report = recorded or (place, result.report if result is not None else None)
+    seen = observed(place_in_report, report) if report is not None else None
     if report is not None and seen is not None and seen.frames:
         from dynamo_lens.lsp.report_markdown import render_observed  # runtime modules load on first use
 

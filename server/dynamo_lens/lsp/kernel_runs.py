@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from dynamo_lens.lsp.compiled import Place
 from dynamo_lens.lsp.notebook_cells import OpenNotebook
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.model import Finding, Related, Span
-from dynamo_lens.notebooks import Cell, is_kernel_cell_file, kernel_cell_name
+from dynamo_lens.notebooks import Cell, cell_at, is_kernel_cell_file, kernel_cell_name
 
 if TYPE_CHECKING:
     from dynamo_lens.runtime.report import RunReport
@@ -47,7 +48,7 @@ def read_recordings(folder: Path) -> Recordings:
     from dynamo_lens.runtime.report import EVENTS_SUFFIX, ReportError, load_partial_report
 
     found = []
-    for events in sorted((folder / RECORDINGS).glob(RECORDING_EVENTS)):
+    for events in sorted((folder / RECORDINGS).glob(RECORDING_EVENTS), key=lambda file: file.stat().st_mtime):
         try:
             found.append(load_partial_report(str(events).removesuffix(EVENTS_SUFFIX)))
         except ReportError:
@@ -80,6 +81,7 @@ class Recordings:
     (every keystroke republishes the notebook: the attribution runs again only when a cell's text changed)."""
 
     reports: list[RunReport]
+    """Oldest recording first."""
     texts: frozenset[str] | None = None
     """The cell files the findings were placed for (None: not yet)."""
     findings: list[Finding] = field(default_factory=list)
@@ -119,6 +121,25 @@ def on_cells(path: str, notebook: OpenNotebook, texts: dict[int, str], recorded:
         related = tuple(Related(where, r.message) for r in finding.related if (where := placed(r.span)) is not None)
         shown.append(replace(finding, span=span, related=related, fixes=()))
     return shown
+
+
+def as_recorded(server: DynamoLensServer, place: Place, path: str) -> tuple[Place, RunReport] | None:
+    """``place`` of the open notebook ``path`` as the newest kernel recording next to it names it (its definitions
+    in the cells' files, at the cells' own lines), with that report; None without a recording."""
+    notebook, recorded = server.notebooks.get(path), server.kernel_reports.get(path)
+    if notebook is None or recorded is None or not recorded.reports:
+        return None
+    texts = cell_texts(server, notebook)
+    report = recorded.reports[-1]
+    files = {_base_name(frame.path): frame.path for frame in report.frames if is_kernel_cell_file(frame.path)}
+    defs = []
+    for definition in place.defs:
+        cell = cell_at(definition.line, notebook.cells) if definition.path == path else None
+        file = files.get(kernel_cell_name(texts[cell.index])) if cell is not None and cell.index in texts else None
+        if cell is not None and file is not None:
+            definition = replace(definition, path=file, line=definition.line - cell.first_line + 1)
+        defs.append(definition)
+    return replace(place, defs=tuple(defs)), report
 
 
 def cell_texts(server: DynamoLensServer, notebook: OpenNotebook) -> dict[int, str]:

@@ -26,7 +26,7 @@ from typing import Any, cast
 
 from dynamo_lens.model import CellRef, plural
 from dynamo_lens.runtime import shim
-from dynamo_lens.runtime.report import EVENTS_SUFFIX, RunReport
+from dynamo_lens.runtime.report import EVENTS_SUFFIX, RunReport, map_locations
 
 RECORDINGS = ".dynamo-lens"
 """Where a kernel keeps its recording, in its working directory (the language server looks there too)."""
@@ -81,7 +81,13 @@ class KernelRecording:
         report = self.report()
         document = report.to_json()
         document["findings"] = [finding.to_json() for finding in findings_from_report(report)]
-        return cast(dict[str, Any], _in_cells(document, self.cells()))
+        cells = self.cells()
+
+        def named(location: dict[str, Any]) -> dict[str, Any]:
+            cell = cells.get(location["path"])
+            return {**location, "cell": cell.to_json()} if cell is not None else location
+
+        return cast(dict[str, Any], map_locations(document, named))
 
     def cells(self) -> dict[str, CellRef]:
         """The file of each cell the kernel ran → which run of which cell it was."""
@@ -111,19 +117,6 @@ class KernelRecording:
             lines.append(f"not collected on this torch: {plural(len(report.missing), 'source')} (see --json)")
         lines.append(f"report: {display_path(str(self.report_path), Path.cwd())} (%dynamo_lens --json prints it)")
         return "\n".join(lines)
-
-
-def _in_cells(node: Any, cells: Mapping[str, CellRef]) -> Any:
-    """``node`` (JSON) with ``"cell"`` added to every location whose ``path`` is a cell's file."""
-    if isinstance(node, list):
-        return [_in_cells(item, cells) for item in node]
-    if not isinstance(node, dict):
-        return node
-    found = {key: _in_cells(value, cells) for key, value in node.items()}
-    cell = cells.get(found["path"]) if isinstance(found.get("path"), str) else None
-    if cell is not None:
-        found["cell"] = cell.to_json()
-    return found
 
 
 _recording: KernelRecording | None = None

@@ -27,7 +27,7 @@ import functools
 import json
 import os
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
@@ -462,6 +462,18 @@ def write_report(report: RunReport, path: str | os.PathLike[str]) -> None:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(report.to_json(), indent=1) + "\n", encoding="utf-8")
     os.replace(tmp, target)
+
+
+def map_locations(node: Any, change: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+    """A copy of report JSON ``node`` with every location (an object with a string ``path``: a frame, a guard, a
+    recompile's culprit, a finding, ...) passed through ``change`` (a notebook kernel's cells named, or moved into
+    the notebook's module)."""
+    if isinstance(node, list):
+        return [map_locations(item, change) for item in node]
+    if not isinstance(node, dict):
+        return node
+    copied = {key: map_locations(value, change) for key, value in node.items()}
+    return change(copied) if isinstance(copied.get("path"), str) else copied
 
 
 def events_path(report_path: str | os.PathLike[str]) -> Path:
