@@ -1,11 +1,12 @@
 """What ``%load_ext dynamo_lens`` recorded in a notebook's kernel, on that notebook's cells in the editor.
 
 The kernel streams its events to ``.dynamo-lens/kernel-<pid>.json.events.jsonl`` in its working directory, which is
-the notebook's folder as Jupyter and VS Code start kernels. The server reads the recordings next to an open notebook
-when it opens and whenever the client reports that such a file changed (the kernel ran more cells), turns them into
-runtime findings (DL501, DL502, DL503), and places each on the open cell whose text the kernel ran: ipykernel names a
-cell's file after the hash of its text (``notebooks.kernel_cell_name``). A cell edited since it ran no longer has
-that text, so its findings go until it runs again.
+the notebook's folder as Jupyter and VS Code start kernels. The server reads the newest recording next to an open
+notebook when it opens and whenever the client reports that such a file changed (the kernel ran more cells), turns it
+into runtime findings (DL501, DL502, DL503), and places each on the open cell whose text the kernel ran: ipykernel
+names a cell's file after the hash of its text (``notebooks.kernel_cell_name``). A cell edited since it ran no longer
+has that text, so its findings go until it runs again. Hovers and lenses show the guards and counts it saw
+(:func:`as_recorded`).
 """
 
 from __future__ import annotations
@@ -42,18 +43,25 @@ def is_recording(path: str) -> bool:
     return file.parent.name == RECORDINGS and file.match(RECORDING_EVENTS)
 
 
-def read_recordings(folder: Path) -> Recordings:
-    """The reports so far of every kernel recording in ``folder`` (a notebook's)."""
+def read_recordings(folder: Path) -> Recordings | None:
+    """The report so far of the newest kernel recording in ``folder`` (a notebook's) that can be read: the kernel
+    the notebook runs in now (older kernels' recordings stay on disk, about cells that may have run again since)."""
     from dynamo_lens.runtime.kernel import RECORDING_EVENTS, RECORDINGS
     from dynamo_lens.runtime.report import EVENTS_SUFFIX, ReportError, load_partial_report
 
-    found = []
-    for events in sorted((folder / RECORDINGS).glob(RECORDING_EVENTS), key=lambda file: file.stat().st_mtime):
+    for events in sorted((folder / RECORDINGS).glob(RECORDING_EVENTS), key=_modified, reverse=True):
         try:
-            found.append(load_partial_report(str(events).removesuffix(EVENTS_SUFFIX)))
+            return Recordings(load_partial_report(str(events).removesuffix(EVENTS_SUFFIX)))
         except ReportError:
-            continue  # being written, or not ours: the next change reads it again
-    return Recordings(found)
+            continue  # gone since, or not ours: an older one, and the next change reads them again
+    return None
+
+
+def _modified(file: Path) -> float:
+    try:
+        return file.stat().st_mtime
+    except OSError:
+        return 0.0  # gone since it was listed
 
 
 async def refresh(server: DynamoLensServer, paths: Iterable[str]) -> None:
@@ -65,9 +73,10 @@ async def refresh(server: DynamoLensServer, paths: Iterable[str]) -> None:
         changed = []
         for path in paths:
             if path in server.notebooks:
-                folder = Path(path).parent
-                server.kernel_reports[path] = await loop.run_in_executor(server.thread_pool, read_recordings, folder)
-                changed.append(path)
+                read = await loop.run_in_executor(server.thread_pool, read_recordings, Path(path).parent)
+                if read is not None:
+                    server.kernel_reports[path] = read
+                    changed.append(path)
         diagnostics.publish(server, changed)
     except asyncio.CancelledError:
         raise
@@ -77,11 +86,10 @@ async def refresh(server: DynamoLensServer, paths: Iterable[str]) -> None:
 
 @dataclass(slots=True)
 class Recordings:
-    """The reports so far of the kernels next to one open notebook, and their findings for the cell texts last seen
+    """The report so far of the kernel next to one open notebook, and its findings for the cell texts last seen
     (every keystroke republishes the notebook: the attribution runs again only when a cell's text changed)."""
 
-    reports: list[RunReport]
-    """Oldest recording first."""
+    report: RunReport
     texts: frozenset[str] | None = None
     """The cell files the findings were placed for (None: not yet)."""
     findings: list[Finding] = field(default_factory=list)
@@ -93,16 +101,12 @@ class Recordings:
         names = frozenset(sources)
         if names != self.texts:
             self.texts = names
-            self.findings = [
-                finding
-                for report in self.reports
-                for finding in findings_from_report(report, lambda file: sources.get(_base_name(file)))
-            ]
+            self.findings = findings_from_report(self.report, lambda file: sources.get(_base_name(file)))
         return self.findings
 
 
 def on_cells(path: str, notebook: OpenNotebook, texts: dict[int, str], recorded: Recordings) -> list[Finding]:
-    """The findings of the kernels' recordings about cells that hold the text the kernel ran, in the lines of the
+    """The findings of the kernel's recording about cells that hold the text the kernel ran, in the lines of the
     notebook's module (``path``); places in cells that changed since are left out."""
     cells = {kernel_cell_name(texts[cell.index]): cell for cell in notebook.cells if cell.index in texts}
     findings = recorded.findings_for({name: texts[cell.index] for name, cell in cells.items()})
@@ -127,10 +131,10 @@ def as_recorded(server: DynamoLensServer, place: Place, path: str) -> tuple[Plac
     """``place`` of the open notebook ``path`` as the newest kernel recording next to it names it (its definitions
     in the cells' files, at the cells' own lines), with that report; None without a recording."""
     notebook, recorded = server.notebooks.get(path), server.kernel_reports.get(path)
-    if notebook is None or recorded is None or not recorded.reports:
+    if notebook is None or recorded is None:
         return None
     texts = cell_texts(server, notebook)
-    report = recorded.reports[-1]
+    report = recorded.report
     files = {_base_name(frame.path): frame.path for frame in report.frames if is_kernel_cell_file(frame.path)}
     defs = []
     for definition in place.defs:
