@@ -200,6 +200,7 @@ async def test_what_a_kernel_recorded_lands_on_the_cells_it_ran(session: Session
         lambda: [d for d in published(session, module_cell) or () if d.code == "DL501"], timeout=60
     )
     assert recompiled[0].range.start == types.Position(line=COUNTER_LINE, character=8)
+    await session.until(lambda: session.refreshes.get(types.WORKSPACE_CODE_LENS_REFRESH))
     hover = await session.client.text_document_hover_async(
         types.HoverParams(
             text_document=types.TextDocumentIdentifier(uri=module_cell), position=types.Position(line=0, character=7)
@@ -212,5 +213,13 @@ async def test_what_a_kernel_recorded_lands_on_the_cells_it_ran(session: Session
     )
     titles = [lens.command.title for lens in lenses or () if lens.command is not None]
     assert any(title.startswith("compiled 8\N{MULTIPLICATION SIGN}") for title in titles), titles
+    hints = await session.client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=module_cell),
+            range=types.Range(start=types.Position(0, 0), end=types.Position(len(MODULE.splitlines()), 0)),
+        )
+    )
+    labels = [(hint.position.line, str(hint.label).strip()) for hint in hints or ()]
+    assert any(line == 0 and label.startswith("compiled 8\N{MULTIPLICATION SIGN}") for line, label in labels), labels
     assert recompiled[0].message.startswith("recompiled 7\N{MULTIPLICATION SIGN}: `self.n == 7` failed (EQUALS_MATCH)")
     assert "(confirmed: 7 recompiles, as DL101 predicted)" in recompiled[0].message  # merged with the static scan

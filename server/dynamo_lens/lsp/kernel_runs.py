@@ -66,7 +66,7 @@ def _modified(file: Path) -> float:
 
 async def refresh(server: DynamoLensServer, paths: Iterable[str]) -> None:
     """Read again the recordings next to the open notebooks ``paths``, then show them on their cells."""
-    from dynamo_lens.lsp import diagnostics
+    from dynamo_lens.lsp import commands, diagnostics
 
     try:
         loop = asyncio.get_running_loop()
@@ -78,6 +78,8 @@ async def refresh(server: DynamoLensServer, paths: Iterable[str]) -> None:
                     server.kernel_reports[path] = read
                     changed.append(path)
         diagnostics.publish(server, changed)
+        if changed:
+            commands.refresh_views(server)  # the cells' lenses and inlay hints count what the kernel saw
     except asyncio.CancelledError:
         raise
     except Exception as exc:
