@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from dynamo_lens.lsp import kernel_runs
-from dynamo_lens.lsp.compiled import observed, places_in_file, shown_places
+from dynamo_lens.lsp.compiled import places_in_file, shown_places
 from dynamo_lens.lsp.notebook_cells import line_in_cell, notebook_of_cell
 from dynamo_lens.lsp.runs import RunResult
 from dynamo_lens.lsp.server import DynamoLensServer
@@ -80,13 +80,9 @@ def guard_lenses(
         if line is None:
             continue
         title = "Show guards"
-        # an open notebook's kernel recording, else the last run of the file
-        recorded = kernel_runs.as_recorded(server, place, path)
-        if recorded is None and result is not None and result.report is not None:
-            recorded = place, result.report
-        seen = observed(*recorded) if recorded is not None else None
-        if seen is not None and seen.frames:
-            title = f"{seen.stats_text()} · Show guards"
+        found = kernel_runs.seen(server, place, path, result.report if result is not None else None)
+        if found is not None:
+            title = f"{found[0].stats_text()} · Show guards"
         arguments = {"uri": uri, "line": line - 1, "character": place.column - 1}
         lenses.append(_lens(line - 1, title, SHOW_GUARDS, arguments))
     return lenses

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from dynamo_lens.lsp import kernel_runs
-from dynamo_lens.lsp.compiled import Place, body_end, observed, place_at, places_in_file
+from dynamo_lens.lsp.compiled import Place, body_end, place_at, places_in_file
 from dynamo_lens.lsp.notebook_cells import module_line, notebook_of_cell
 from dynamo_lens.lsp.positions import from_lsp_position, to_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
@@ -56,14 +56,11 @@ def hover_at(server: DynamoLensServer, path: str, position: types.Position) -> s
     if place is None:
         return hazard_hover(server, path, line, column)
     result = server.runs.for_path(path)
-    # in an open notebook, what its kernel recorded (the place named as in the cells' files)
-    recorded = kernel_runs.as_recorded(server, place, path)
-    place_in_report, report = recorded or (place, result.report if result is not None else None)
-    seen = observed(place_in_report, report) if report is not None else None
-    if report is not None and seen is not None and seen.frames:
+    found = kernel_runs.seen(server, place, path, result.report if result is not None else None)
+    if found is not None:
         from dynamo_lens.lsp.report_markdown import render_observed  # runtime modules load on first use
 
-        return render_observed(place, seen, report)
+        return render_observed(place, *found)
     state = server.documents.find(path)
     static = state.static if state is not None else ()
     predicted = predicted_findings(place, static, body_end(place, server.analysis.summary(path)))

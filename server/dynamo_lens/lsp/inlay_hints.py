@@ -11,7 +11,7 @@ from functools import partial
 from lsprotocol import types
 
 from dynamo_lens.lsp import kernel_runs
-from dynamo_lens.lsp.compiled import observed, places_in_file, shown_places
+from dynamo_lens.lsp.compiled import places_in_file, shown_places
 from dynamo_lens.lsp.notebook_cells import line_in_cell, notebook_of_cell
 from dynamo_lens.lsp.positions import to_lsp_position
 from dynamo_lens.lsp.runs import RunResult
@@ -51,11 +51,8 @@ def _hints(
         line = in_document(place.line)
         if line is None or not shown.start.line <= line - 1 <= shown.end.line:
             continue
-        recorded = kernel_runs.as_recorded(server, place, path)
-        if recorded is None and result is not None and result.report is not None:
-            recorded = place, result.report
-        seen = observed(*recorded) if recorded is not None else None
-        label = seen.stats_text() if seen is not None and seen.frames else ""
+        found = kernel_runs.seen(server, place, path, result.report if result is not None else None)
+        label = found[0].stats_text() if found is not None else ""
         if place.kind == "site" and result is not None and result.verification is not None:
             label = f"{label} · verified: {result.verification['text']}".lstrip(" ·")
         if label:

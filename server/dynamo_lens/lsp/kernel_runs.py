@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from dynamo_lens.lsp.compiled import Place
+from dynamo_lens.lsp.compiled import Observed, Place, observed
 from dynamo_lens.lsp.notebook_cells import OpenNotebook
 from dynamo_lens.lsp.server import DynamoLensServer
 from dynamo_lens.model import Finding, Related, Span
@@ -146,6 +146,18 @@ def as_recorded(server: DynamoLensServer, place: Place, path: str) -> tuple[Plac
             definition = replace(definition, path=file, line=definition.line - cell.first_line + 1)
         defs.append(definition)
     return replace(place, defs=tuple(defs)), report
+
+
+def seen(
+    server: DynamoLensServer, place: Place, path: str, report: RunReport | None
+) -> tuple[Observed, RunReport] | None:
+    """What was seen for ``place`` of ``path``, and in which report: in an open notebook what its kernel recorded,
+    else what ``report`` (the file's last run) did; None when nothing ran it."""
+    named, source = as_recorded(server, place, path) or (place, report)
+    if source is None:
+        return None
+    found = observed(named, source)
+    return (found, source) if found.frames else None
 
 
 def cell_texts(server: DynamoLensServer, notebook: OpenNotebook) -> dict[int, str]:
