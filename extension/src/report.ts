@@ -67,6 +67,11 @@ export interface RunReport {
   readonly graph_breaks?: readonly GraphBreak[];
   readonly limit_hits?: readonly LimitHit[];
   readonly missing?: readonly string[];
+  readonly complete?: boolean;
+  /** Which process this report is about; a rank's report in a multi-process run names its rank. */
+  readonly process?: { readonly pid: number; readonly rank?: number | null } | null;
+  /** A multi-process run (torchrun, torch.multiprocessing.spawn): every other process's report, by rank. */
+  readonly ranks?: readonly RunReport[];
 }
 
 /** What the status bar shows after a run. */

@@ -278,3 +278,40 @@ async def test_untrusted_workspace_refuses_runs_but_keeps_static(lsp: StartServe
     await asyncio.sleep(0.5)
     with pytest.raises(Exception, match="untrusted workspace"):
         await run(session, path)
+
+
+async def test_a_torchrun_run_shows_every_rank_and_where_they_diverged(lsp: StartServer, workspace: Path) -> None:
+    source = (Path(__file__).resolve().parents[1] / "fixtures" / "runtime" / "ranks_float_attribute.py").read_text()
+    path = workspace / "ddp.py"
+    path.write_text(source, encoding="utf-8")
+    lines = source.splitlines()
+    class_line = lines.index("class Scaled(torch.nn.Module):")
+    scale_line = lines.index("        return x * self.scale")
+    session = await lsp(workspace)
+    session.open(path)
+    await session.diagnostics(path, 1)
+    summary = await run(session, path, processes=2)
+
+    assert (summary["exitCode"], summary["ranks"], summary["compiles"], summary["recompiles"]) == (0, 2, 3, 1)
+    found = runtime(await session.diagnostics(path))
+    assert {(d.code, d.range.start.line) for d in found} == {("DL501", scale_line), ("DL504", scale_line)}
+    [diverged] = [d for d in found if d.code == "DL504"]
+    assert "(1 compile on rank 0, 2 compiles on rank 1): on rank 1 `self.scale == 1.0` failed" in diverged.message
+    lenses = await session.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri(path)))
+    )
+    titles = {lens.range.start.line: lens.command.title for lens in lenses or () if lens.command}
+    times = "\N{MULTIPLICATION SIGN}"
+    assert titles[class_line] == f"rank 0: compiled 1{times}; rank 1: compiled 2{times} · 1 recompile · Show guards"
+    assert (await inlay_hints(session, path))[class_line] == titles[class_line].removesuffix(" · Show guards")
+    text = await hover(session, path, class_line, 7)
+    assert "`self.scale == 1.0`" in text  # the first rank's guards
+
+
+async def test_a_run_with_a_bad_number_of_processes_is_refused(lsp: StartServer, workspace: Path) -> None:
+    path = workspace / "model.py"
+    path.write_text(RECOMPILING, encoding="utf-8")
+    session = await lsp(workspace)
+    session.open(path)
+    with pytest.raises(Exception, match="processes must be a positive number of ranks, got 0"):
+        await run(session, path, processes=0)

@@ -1,4 +1,4 @@
-"""The run report contract (``dynamo-lens.run`` v1): round trip, precise rejection, and agreement with the schema."""
+"""The run report contract (``dynamo-lens.run`` v2): round trip, precise rejection, and agreement with the schema."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from dynamo_lens.runtime.report import (
     GraphBreak,
     Guard,
     LimitHit,
+    Process,
     Recompile,
     ReportError,
     RunError,
@@ -103,8 +104,19 @@ def test_round_trip_is_lossless() -> None:
     report = _report()
     document = report.to_json()
     assert document["schema"] == "dynamo-lens.run"
-    assert document["version"] == 1
+    assert document["version"] == 2
     assert RunReport.from_json(json.loads(json.dumps(document))) == report
+
+
+def test_a_multi_process_report_nests_each_rank_as_a_whole_document() -> None:
+    rank = dataclasses.replace(_report(), process=Process(pid=42, rank=1, local_rank=1, world_size=2))
+    report = dataclasses.replace(_report(), process=Process(pid=41), ranks=(rank,))
+    document = json.loads(json.dumps(report.to_json()))
+    assert document["ranks"][0]["schema"] == "dynamo-lens.run"
+    assert document["ranks"][0]["process"] == {"pid": 42, "rank": 1, "local_rank": 1, "world_size": 2}
+    jsonschema.validate(document, _schema())
+    assert RunReport.from_json(document) == report
+    assert [r.rank_label for r in (report, rank)] == ["process 41", "rank 1"]
 
 
 def test_document_validates_against_the_json_schema() -> None:
@@ -127,6 +139,7 @@ def test_schema_names_every_field_of_every_dataclass() -> None:
         "limit_hit": LimitHit,
         "error": RunError,
         "summary": Summary,
+        "process": Process,
     }
     for name, cls in pairs.items():
         fields = {f.name for f in dataclasses.fields(cls)}
@@ -139,7 +152,9 @@ def test_schema_names_every_field_of_every_dataclass() -> None:
     ("mutate", "message"),
     [
         (lambda d: d.update(schema="dynamo-lens.findings"), "not a dynamo-lens.run document"),
-        (lambda d: d.update(version=2), "unsupported dynamo-lens.run version 2"),
+        (lambda d: d.update(version=3), "unsupported dynamo-lens.run version 3"),
+        (lambda d: d.update(ranks=[{"python": "3.11"}]), "ranks[0].argv: required field is missing"),
+        (lambda d: d.update(process={"rank": 1}), "process.pid: required field is missing"),
         (lambda d: d.update(version="1"), "version: expected a positive integer"),
         (lambda d: d.pop("python"), "python: required field is missing"),
         (lambda d: d.update(argv="train.py"), "argv: expected a list"),

@@ -1,7 +1,8 @@
 /**
  * The tree of compiled frames as plain data (no `vscode` here, so it is unit-tested directly):
  * frame → cache entries → guards, then the frame's recompiles (each with the guards that failed), graph breaks and
- * recompile-limit hits. Every node that has a user source line carries it, so clicking it reveals the line.
+ * recompile-limit hits. Every node that has a user source line carries it, so clicking it reveals the line. A
+ * multi-process run adds a node per rank, with that rank's frames under it.
  */
 import * as path from "node:path";
 import type {
@@ -17,7 +18,16 @@ import type {
 } from "../report";
 
 export type NodeKind =
-  "frame" | "entry" | "guard" | "recompiles" | "recompile" | "graphBreaks" | "graphBreak" | "limit" | "missing";
+  | "rank"
+  | "frame"
+  | "entry"
+  | "guard"
+  | "recompiles"
+  | "recompile"
+  | "graphBreaks"
+  | "graphBreak"
+  | "limit"
+  | "missing";
 
 export interface FrameNode {
   readonly kind: NodeKind;
@@ -41,6 +51,37 @@ export function displayPath(file: string, root?: string): string {
 }
 
 export function buildFrameNodes(report: RunReport, root?: string): FrameNode[] {
+  const nodes = processNodes(report, root);
+  for (const rank of report.ranks ?? []) {
+    const compiled = (rank.frames ?? []).reduce(
+      (sum, frame) => sum + (frame.cache_entries ?? []).filter((entry) => entry.status === "ok").length,
+      0,
+    );
+    const facts = [plural(compiled, "compile"), plural((rank.recompiles ?? []).length, "recompile")];
+    if (rank.complete === false) {
+      facts.push("killed before it finished");
+    }
+    nodes.push({
+      kind: "rank",
+      label: rankLabel(rank),
+      description: facts.join(" · "),
+      tooltip: rank.process ? `pid ${rank.process.pid}` : undefined,
+      children: processNodes(rank, root),
+    });
+  }
+  return nodes;
+}
+
+/** `rank 1`, else `process 4242` (as the server's `RunReport.rank_label`). */
+export function rankLabel(report: RunReport): string {
+  const process = report.process;
+  if (!process) {
+    return "the main process";
+  }
+  return typeof process.rank === "number" ? `rank ${process.rank}` : `process ${process.pid}`;
+}
+
+function processNodes(report: RunReport, root?: string): FrameNode[] {
   const frames = report.frames ?? [];
   const claimed = new Set<GraphBreak>();
   const nodes = frames.map((frame) => frameNode(frame, report, root, claimed));

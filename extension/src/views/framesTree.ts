@@ -12,6 +12,7 @@ import type { RunReport } from "../report";
 import { buildFrameNodes, type FrameNode, type NodeKind } from "./frameNodes";
 
 const ICONS: Record<NodeKind, string> = {
+  rank: "server-process",
   frame: "symbol-function",
   entry: "database",
   guard: "shield",
@@ -24,7 +25,7 @@ const ICONS: Record<NodeKind, string> = {
 };
 
 /** Expanded at first sight: a frame shows its entries and problems without a click; guard lists stay folded. */
-const EXPANDED: ReadonlySet<NodeKind> = new Set<NodeKind>(["frame", "recompiles", "graphBreaks"]);
+const EXPANDED: ReadonlySet<NodeKind> = new Set<NodeKind>(["rank", "frame", "recompiles", "graphBreaks"]);
 
 /** The "Compiled Frames" view: the last run report, as built by {@link buildFrameNodes}. */
 export class FramesTreeProvider implements TreeDataProvider<FrameNode> {

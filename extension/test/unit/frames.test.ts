@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RunReport } from "../../src/report";
-import { buildFrameNodes, displayPath, type FrameNode } from "../../src/views/frameNodes";
+import { buildFrameNodes, displayPath, rankLabel, type FrameNode } from "../../src/views/frameNodes";
 import { FramesTreeProvider } from "../../src/views/framesTree";
 import { TreeItemCollapsibleState, Uri } from "./vscode";
 
@@ -117,6 +117,36 @@ describe("buildFrameNodes", () => {
       location: undefined,
       children: [],
     });
+  });
+});
+
+describe("buildFrameNodes on a multi-process run", () => {
+  const rank = (n: number, entries: number, complete = true): RunReport => ({
+    process: { pid: 100 + n, rank: n },
+    complete,
+    frames: [
+      {
+        name: "forward",
+        path: MODEL,
+        line: 24,
+        cache_entries: Array.from({ length: entries }, (_, i) => ({ compile_id: `0/${i}`, status: "ok" })),
+      },
+    ],
+    recompiles: entries > 1 ? [{ compile_id: "0/1", frame: forward }] : [],
+  });
+
+  it("adds a node per rank, its frames under it, after the launcher's own", () => {
+    const nodes = buildFrameNodes({ process: { pid: 99 }, ranks: [rank(0, 1), rank(1, 3, false)] }, "/ws");
+    expect(nodes.map((n) => [n.kind, n.label, n.description, n.tooltip])).toEqual([
+      ["rank", "rank 0", "1 compile · 0 recompiles", "pid 100"],
+      ["rank", "rank 1", "3 compiles · 1 recompile · killed before it finished", "pid 101"],
+    ]);
+    expect(labels(nodes[1].children)).toEqual(["forward"]);
+    expect(nodes[1].children[0].description).toMatch(/^3 cache entries · 1 recompile/);
+  });
+
+  it("names a process without a rank by its pid", () => {
+    expect(rankLabel({ process: { pid: 7, rank: null } })).toBe("process 7");
   });
 });
 

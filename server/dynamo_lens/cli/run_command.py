@@ -21,7 +21,7 @@ import argparse
 import dataclasses
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +56,7 @@ def add_parser(subparsers: Any) -> None:
         type=Path,
         default=DEFAULT_REPORT,
         metavar="FILE",
-        help=f"where to write the run report (dynamo-lens.run v1 JSON); default: {DEFAULT_REPORT} in the current "
+        help=f"where to write the run report (dynamo-lens.run v2 JSON); default: {DEFAULT_REPORT} in the current "
         "directory",
     )
     parser.add_argument(
@@ -186,12 +186,14 @@ def budget_problems(report: RunReport | None, max_recompiles: int | None, max_gr
             return []
         return ["budget not checked: the run left no report"]
     problems: list[str] = []
-    recompiles = len(report.recompiles)
-    if max_recompiles is not None and recompiles > max_recompiles:
-        problems.append(f"budget exceeded: {recompiles} recompiles > --max-recompiles {max_recompiles}")
-    breaks = len(report.graph_breaks)
-    if max_graph_breaks is not None and breaks > max_graph_breaks:
-        problems.append(f"budget exceeded: {breaks} graph breaks > --max-graph-breaks {max_graph_breaks}")
+    for process in (report, *report.ranks):  # every rank on its own: one rank over budget fails the gate
+        where = f" on {process.rank_label}" if report.ranks else ""
+        recompiles = len(process.recompiles)
+        if max_recompiles is not None and recompiles > max_recompiles:
+            problems.append(f"budget exceeded{where}: {recompiles} recompiles > --max-recompiles {max_recompiles}")
+        breaks = len(process.graph_breaks)
+        if max_graph_breaks is not None and breaks > max_graph_breaks:
+            problems.append(f"budget exceeded{where}: {breaks} graph breaks > --max-graph-breaks {max_graph_breaks}")
     return problems
 
 
@@ -252,7 +254,6 @@ def render_text(
 ) -> str:
     """The summary printed after the script's own output (standard output); why a run failed goes to standard
     error, and a run that never started has no summary."""
-    from dynamo_lens.model import plural
     from dynamo_lens.runtime.attribution import frame_stats
 
     lines = ["", _headline(outcome, target)]
@@ -262,15 +263,11 @@ def render_text(
         if stats:
             lines += frame_table(stats)
             lines.append(f"in all: {report.counts().describe()}")
-        else:
+        elif not report.ranks:
             lines.append("no frame was compiled" + ("" if report.frames else " (torch.compile never ran)"))
-        for frame in report.frames:  # is it really compiled? a frame Dynamo gave up on runs eagerly every time
-            if frame.skipped_because is not None:
-                where = f"{_display(frame.path)}:{frame.line}"
-                lines.append(f"`{frame.name}` {where} runs eagerly: Dynamo skipped it ({frame.skipped_because})")
-        skipped = sum(1 for f in report.frames if f.skipped and f.skipped_because is None)
-        if skipped:
-            lines.append(f"{plural(skipped, 'frame')} skipped by Dynamo (nothing to compile)")
+        lines += _skipped_frames(report)
+        if report.ranks:
+            lines += rank_table(report.ranks)
         if findings:
             lines.append("")
             lines += [finding_line(f) for f in findings]
@@ -283,6 +280,49 @@ def render_text(
     if report is not None or outcome.report_path.exists():
         lines.append(f"report: {_display(str(outcome.report_path))}")
     return "\n".join(lines)
+
+
+def _skipped_frames(report: RunReport, prefix: str = "") -> list[str]:
+    """Is it really compiled? A frame Dynamo gave up on runs eagerly every time."""
+    from dynamo_lens.model import plural
+
+    lines = []
+    for frame in report.frames:
+        if frame.skipped_because is not None:
+            where = f"{_display(frame.path)}:{frame.line}"
+            lines.append(f"{prefix}`{frame.name}` {where} runs eagerly: Dynamo skipped it ({frame.skipped_because})")
+    skipped = sum(1 for f in report.frames if f.skipped and f.skipped_because is None)
+    if skipped:
+        lines.append(f"{prefix}{plural(skipped, 'frame')} skipped by Dynamo (nothing to compile)")
+    return lines
+
+
+def rank_table(ranks: Sequence[RunReport], display: Callable[[str], str] | None = None) -> list[str]:
+    """The processes of a multi-process run: per compiled frame the compiles of each rank (a column each), then per
+    rank how it ended, its totals and the culprits of its recompiles."""
+    from dynamo_lens.runtime.attribution import frame_label, frame_stats
+    from dynamo_lens.runtime.ranks import frames_by_rank
+
+    display = display or _display
+    lines = ["", f"{len(ranks)} processes recorded (compiles per frame and rank):"]
+    columns = ("compiled frame", *(rank.rank_label for rank in ranks))
+    rows = []
+    for frames in frames_by_rank(ranks):
+        frame = next(f for _, f in frames.frames if f is not None)
+        place = f"{frame_label(frame)}  {display(frame.path)}:{frame.line}"
+        rows.append((place, *(str(frames.compiles(rank)) for rank in ranks)))
+    widths = [max(len(r[i]) for r in [columns, *rows]) for i in range(len(columns))]
+    for row in [columns, *rows]:
+        lines.append("  ".join(_cell(text, width, i) for i, (text, width) in enumerate(zip(row, widths, strict=True))))
+    for rank in ranks:
+        process = rank.process
+        ended = "killed before it finished" if not rank.complete else f"exit {rank.exit_code}"
+        pid = f"pid {process.pid}, " if process is not None else ""
+        lines.append(f"{rank.rank_label} ({pid}{ended}): {rank.counts().describe()}")
+        for stat in frame_stats(rank):
+            lines += _culprit_lines(stat, display)
+        lines += _skipped_frames(rank, prefix="    ")
+    return lines
 
 
 def _headline(outcome: RunOutcome, target: Target) -> str:
@@ -313,11 +353,17 @@ def frame_table(stats: list[FrameStats], display: Callable[[str], str] | None = 
     lines = ["  ".join(_cell(text, width, i) for i, (text, width) in enumerate(zip(_COLUMNS, widths, strict=True)))]
     for stat, row in zip(stats, rows, strict=True):
         lines.append("  ".join(_cell(text, width, i) for i, (text, width) in enumerate(zip(row, widths, strict=True))))
-        for blame in stat.culprits:
-            guard = f"`{blame.shown}`" if blame.failed is not None else "reason not recorded"
-            kind = f" ({blame.failed.kind})" if blame.failed is not None and blame.failed.kind else ""
-            how = {"call": "triggered by the call at", "frame": "at"}.get(blame.attributed_to, "guard installed at")
-            lines.append(f"    recompile culprit: {guard}{kind}, {how} {display(blame.path)}:{blame.line}")
+        lines += _culprit_lines(stat, display)
+    return lines
+
+
+def _culprit_lines(stat: FrameStats, display: Callable[[str], str]) -> list[str]:
+    lines = []
+    for blame in stat.culprits:
+        guard = f"`{blame.shown}`" if blame.failed is not None else "reason not recorded"
+        kind = f" ({blame.failed.kind})" if blame.failed is not None and blame.failed.kind else ""
+        how = {"call": "triggered by the call at", "frame": "at"}.get(blame.attributed_to, "guard installed at")
+        lines.append(f"    recompile culprit: {guard}{kind}, {how} {display(blame.path)}:{blame.line}")
     return lines
 
 

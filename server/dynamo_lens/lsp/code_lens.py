@@ -91,7 +91,8 @@ def guard_lenses(
 def verify_lenses(result: RunResult, lenses: Sequence[types.CodeLens]) -> list[types.CodeLens]:
     """One "Re-run to verify" above the first lens (or the top of the file)."""
     request = result.request
-    arguments = {"uri": request.uri, "args": list(request.args), "test": request.test, "verify": True}
+    arguments: dict[str, object] = {"uri": request.uri, "args": list(request.args), "test": request.test}
+    arguments |= {"verify": True, "processes": request.processes}
     line = min((lens.range.start.line for lens in lenses), default=0)
     return [_lens(line, "↻ Re-run to verify", RUN, arguments)]
 

@@ -100,7 +100,13 @@ def parse_run_request(server: DynamoLensServer, arguments: tuple[Any, ...]) -> R
         raise JsonRpcInvalidParams(f"{RUN}: args must be a list of strings")
     if test is not None and not isinstance(test, str):
         raise JsonRpcInvalidParams(f"{RUN}: test must be a pytest node id")
-    return RunRequest(uri=uri, path=path, args=tuple(args), test=test, verify=bool(argument.get("verify")))
+    processes = argument.get("processes", 1)
+    if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
+        raise JsonRpcInvalidParams(f"{RUN}: processes must be a positive number of ranks, got {processes!r}")
+    if processes > 1 and test is not None:
+        raise JsonRpcInvalidParams(f"{RUN}: a test runs in one process; leave out processes")
+    verify = bool(argument.get("verify"))
+    return RunRequest(uri=uri, path=path, args=tuple(args), test=test, verify=verify, processes=processes)
 
 
 async def run_instrumented(server: DynamoLensServer, request: RunRequest, report_path: Path) -> dict[str, Any]:
@@ -189,6 +195,9 @@ def _target(request: RunRequest) -> Target:
 
     if request.test is not None:
         return Target(module="pytest", args=(request.test, *request.args))
+    if request.processes > 1:  # every rank is recorded (the runner's worker_site), DL504 compares them
+        ranks = ("--nproc-per-node", str(request.processes))
+        return Target(module="torch.distributed.run", args=(*ranks, request.path, *request.args))
     return Target(script=request.path, args=request.args)
 
 

@@ -68,10 +68,14 @@ class Observed:
     counts: Counts
     """The run's counts for these frames (and the graph breaks of their resume functions), as every view shows
     them."""
+    by_rank: tuple[tuple[str, Observed], ...] = ()
+    """In a multi-process run, what each rank that ran the place saw (this object is the first rank's)."""
 
     def stats_text(self) -> str:
         """``compiled 8x · 7 recompiles · limit hit · 4 calls ran eagerly · 2 graph breaks`` (zero counts left
-        out): is it really running compiled?"""
+        out): is it really running compiled? Per rank in a multi-process run (``rank 0: compiled 1x; rank 1: …``)."""
+        if self.by_rank:
+            return "; ".join(f"{label}: {seen.stats_text()}" for label, seen in self.by_rank)
         counts = self.counts
         if self.frames and all(frame.skipped for frame in self.frames):
             why = next((f.skipped_because for f in self.frames if f.skipped_because), None)

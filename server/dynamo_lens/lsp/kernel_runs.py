@@ -152,12 +152,18 @@ def seen(
     server: DynamoLensServer, place: Place, path: str, report: RunReport | None
 ) -> tuple[Observed, RunReport] | None:
     """What was seen for ``place`` of ``path``, and in which report: in an open notebook what its kernel recorded,
-    else what ``report`` (the file's last run) did; None when nothing ran it."""
+    else what ``report`` (the file's last run) did, or its ranks (a multi-process run); None when nothing ran it."""
     named, source = as_recorded(server, place, path) or (place, report)
     if source is None:
         return None
     found = observed(named, source)
-    return (found, source) if found.frames else None
+    if found.frames:
+        return found, source
+    ranks = [(rank, seen) for rank in source.ranks if (seen := observed(named, rank)).frames]
+    if not ranks:
+        return None
+    first, first_seen = ranks[0]  # a multi-process run: hovers show the first rank's guards, lenses every rank's
+    return replace(first_seen, by_rank=tuple((rank.rank_label, seen) for rank, seen in ranks)), first
 
 
 def cell_texts(server: DynamoLensServer, notebook: OpenNotebook) -> dict[int, str]:

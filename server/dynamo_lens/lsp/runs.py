@@ -27,6 +27,8 @@ class RunRequest:
     args: tuple[str, ...] = ()
     test: str | None = None
     verify: bool = False
+    processes: int = 1
+    """More than 1: run the file under ``torchrun`` with that many ranks on this machine."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +88,14 @@ class RunStore:
 def summarise(outcome: RunOutcome, uri: str) -> dict[str, Any]:
     """The ``dynamoLens/runFinished`` payload and the command's answer."""
     report = outcome.report
-    counts = report.counts() if report is not None else None
+    processes = (report, *report.ranks) if report is not None else ()  # a multi-process run: every rank's counts
+    counts = sum((process.counts() for process in processes[1:]), processes[0].counts()) if processes else None
     return {
         "uri": uri,
         "exitCode": outcome.exit_code,
         "durationS": round(outcome.duration_s, 3),
-        "frames": len(report.frames) if report is not None else 0,
+        "ranks": len(processes) - 1 if processes else 0,
+        "frames": sum(len(process.frames) for process in processes),
         "compiles": counts.compiles if counts else 0,
         "recompiles": counts.recompiles if counts else 0,
         "graphBreaks": counts.graph_breaks if counts else 0,

@@ -10,6 +10,8 @@ Where a finding goes (DESIGN.md §2):
 * Recompiles of one frame that blame the same line make one DL501, counting them.
 * A recompile-limit hit (DL502) sits where the frame's last recompile was blamed.
 * A graph break (DL503) sits where Dynamo stopped tracing, in user code.
+* A multi-process run has the findings of every rank, each once with the ranks it was seen on, and DL504 where the
+  ranks compiled differently: on the line of the guard that failed on the rank that recompiled.
 
 :func:`merge_findings` joins these with static findings: a runtime finding on the line of a compatible static one
 confirms it, and both say so.
@@ -36,6 +38,7 @@ from dynamo_lens.runtime.guard_diff import (
     value_history,
 )
 from dynamo_lens.runtime.mark_dynamic_fix import mark_dynamic_fix
+from dynamo_lens.runtime.ranks import Divergence, compile_counts, divergences, on_ranks, rank_labels
 from dynamo_lens.runtime.report import (
     FailedGuard,
     Frame,
@@ -50,6 +53,7 @@ from dynamo_lens.runtime.report import (
 RECOMPILED = "DL501"
 LIMIT_HIT = "DL502"
 GRAPH_BREAK = "DL503"
+RANKS_DIVERGED = "DL504"
 
 
 NO_REASON = "the reason was not recorded"
@@ -82,12 +86,15 @@ def findings_from_report(report: RunReport, read: Callable[[str], str | None] | 
     """Every runtime finding of a run, sorted by place; ``read`` gives a file's text (default: from disk, else what
     ``linecache`` holds), to place each finding on its expression."""
     lines = _SourceLines(read or _read_text)
-    findings = [
-        *_recompiled(report, lines),
-        *_limit_hits(report, lines),
-        *_graph_breaks(report, lines),
-    ]
+    findings = _of_one_process(report, lines)
+    if report.ranks:
+        findings += on_ranks([(rank, _of_one_process(rank, lines)) for rank in report.ranks])
+        findings += [_diverged(d, report.ranks, lines) for d in divergences(report.ranks)]
     return sorted(findings, key=Finding.sort_key)
+
+
+def _of_one_process(report: RunReport, lines: _SourceLines) -> list[Finding]:
+    return [*_recompiled(report, lines), *_limit_hits(report, lines), *_graph_breaks(report, lines)]
 
 
 def frame_label(frame: Frame | FrameRef) -> str:
@@ -516,6 +523,57 @@ def _evidence(finding: Finding) -> str:
 
 def _norm(path: str) -> str:
     return os.path.normcase(os.path.abspath(path))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# DL504
+
+
+def _diverged(divergence: Divergence, ranks: Sequence[RunReport], lines: _SourceLines) -> Finding:
+    """On the rank ahead: the first recompile the ranks behind did not make, at the line it is blamed on (the
+    frame's ``def`` for a frame the others never compiled, or an order difference)."""
+    rank = divergence.ahead[0]
+    frame = next(f for r, f in divergence.frames.frames if r is rank)
+    assert frame is not None  # a rank ahead compiled the frame
+    label = f"`{frame_label(frame)}`"
+    counts = compile_counts(divergence.frames, ranks)
+    fewest = divergence.frames.compiles(divergence.behind[0])
+    blames = blame_recompiles(rank, frame, lines)
+    blame = blames[max(fewest - 1, 0)] if len(blames) >= max(fewest, 1) else None
+    if divergence.order_only:
+        message = (
+            f"{rank_labels(divergence.ahead)} compiled {label} in another order than {rank_labels(divergence.behind)}"
+            f" ({counts}): the ranks reach their compiles at different times and wait for each other"
+        )
+        span = lines.span(frame.path, frame.line)
+    elif blame is not None:
+        message = (
+            f"{label} compiled differently across ranks ({counts}): on {rank.rank_label} `{blame.shown}` failed "
+            f"and it recompiled, while {rank_labels(divergence.behind)} did not; the others wait for it at the "
+            "next collective"
+        )
+        span = lines.span(blame.path, blame.line, [blame.source] if blame.source else [])
+    else:
+        message = (
+            f"{label} compiled on {rank_labels(divergence.ahead)} only ({counts}): the other ranks run other code "
+            "here and wait for it at the next collective"
+        )
+        span = lines.span(frame.path, frame.line)
+    related = []
+    for other in divergence.behind:
+        theirs = next(f for r, f in divergence.frames.frames if r is other)
+        if theirs is not None:
+            call = theirs.cache_entries[-1].call_site if theirs.cache_entries else None
+            at = lines.span(call.path, call.line) if call is not None else lines.span(theirs.path, theirs.line)
+            related.append(Related(at, f"{other.rank_label} compiled {label} {theirs.compiles_ok}{_MULT}"))
+    data: dict[str, object] = {
+        "frame": frame.name,
+        "compiles": {r.rank_label: divergence.frames.compiles(r) for r in ranks},
+        "ahead": [r.rank_label for r in divergence.ahead],
+    }
+    if blame is not None and not divergence.order_only:
+        data.update({"guard": blame.shown, "compile_id": blame.recompile.compile_id})
+    return _finding(RANKS_DIVERGED, span, message, related[:4], data)
 
 
 # --------------------------------------------------------------------------------------------------------------------

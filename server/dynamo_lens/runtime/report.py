@@ -1,4 +1,4 @@
-"""The run report (``dynamo-lens.run`` v1): what one instrumented run of a user's script observed.
+"""The run report (``dynamo-lens.run`` v2): what one instrumented run of a user's script observed.
 
 The shim (``shim.py``, inside the user's interpreter) writes this document as plain JSON; everything on our side reads
 it through :meth:`RunReport.from_json`, which validates the whole document and raises :class:`ReportError` naming
@@ -16,6 +16,9 @@ Conventions (DESIGN.md §2):
   ``recompile_limit``; ``failed``) are kept so the history reads in order.
 * Dynamo reports only the first failing guard of each earlier entry; :class:`Recompile` lists one
   :class:`FailedGuard` per earlier entry that rejected the call.
+* A multi-process run (``torchrun``, ``torch.multiprocessing.spawn``) has one report per process: the run's own
+  (the launcher, or the program that spawned the workers) holds the others in ``ranks``, each a whole report of its
+  own with its ``process`` identity (v2; a v1 document reads as a run without ``ranks``).
 * A killed run leaves only the shim's event stream (``<report>.events.jsonl``, see :func:`events_path`);
   :func:`load_partial_report` rebuilds a report from it with ``complete = False``.
 """
@@ -35,7 +38,7 @@ from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin, get
 from dynamo_lens.model import Finding, plural
 
 RUN_SCHEMA = "dynamo-lens.run"
-RUN_SCHEMA_VERSION = 1
+RUN_SCHEMA_VERSION = 2
 EVENTS_SUFFIX = ".events.jsonl"
 
 CompileStatus = Literal["ok", "skipped", "recompile_limit", "failed"]
@@ -47,7 +50,7 @@ ConfigValue = bool | int | float | str | None
 
 
 class ReportError(ValueError):
-    """The document is not a valid ``dynamo-lens.run`` v1 report; the message names the field."""
+    """The document is not a valid ``dynamo-lens.run`` report; the message names the field."""
 
 
 _R = TypeVar("_R", bound="_Record")
@@ -297,6 +300,18 @@ class ShownWarning(_Record):
 
 
 @dataclass(frozen=True, slots=True)
+class Process(_Record):
+    """The process a report is about, and its place in a distributed job: ``rank``, ``local_rank`` and
+    ``world_size`` from the environment ``torchrun`` sets, else from the process group it initialised (``None``
+    when neither said)."""
+
+    pid: int
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Summary(_Record):
     """Counts over the whole run. ``cache_hits``/``cache_misses`` count guard evaluations of every compiled frame
     (``None`` when the guard-complete hook was unavailable); ``eager_fallback_calls`` estimates the calls that ran
@@ -360,13 +375,14 @@ class Counts:
 
 @dataclass(frozen=True, slots=True)
 class RunReport(_Record):
-    """The whole ``dynamo-lens.run`` v1 document.
+    """The whole ``dynamo-lens.run`` document.
 
     ``argv`` is the target's command line as the user gave it (``["train.py", "--x"]`` or ``["-m", "pytest", ...]``).
     ``exit_code`` is the script's own exit code (``None`` if the run was killed before the shim could write it).
     ``complete`` is False for a report rebuilt from the event stream of a killed run. ``sources_ok`` names each
     data source of the shim and whether it worked; ``missing`` says in words what could not be collected and why.
-    ``findings`` is empty as written by the shim; the runner adds the runtime findings it derives.
+    ``findings`` is empty as written by the shim; the runner adds the runtime findings it derives. ``ranks`` holds
+    the reports of the run's other processes (:class:`Process` says which rank each is), ordered by rank.
     """
 
     torch_version: str | None
@@ -388,6 +404,17 @@ class RunReport(_Record):
     sources_ok: Mapping[str, bool] = field(default_factory=dict)
     missing: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()
+    process: Process | None = None
+    ranks: tuple[RunReport, ...] = ()
+
+    @property
+    def rank_label(self) -> str:
+        """How messages name this process: ``rank 1``, else ``process 4242``."""
+        if self.process is None:
+            return "the main process"
+        if self.process.rank is not None:
+            return f"rank {self.process.rank}"
+        return f"process {self.process.pid}"
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": RUN_SCHEMA, "version": RUN_SCHEMA_VERSION, **_encode_record(self)}
@@ -402,7 +429,9 @@ class RunReport(_Record):
         if not _is_int(version) or cast(int, version) < 1:
             raise ReportError(f"version: expected a positive integer, got {version!r}")
         if cast(int, version) > RUN_SCHEMA_VERSION:
-            raise ReportError(f"unsupported {RUN_SCHEMA} version {version} (this Dynamo Lens reads up to 1)")
+            raise ReportError(
+                f"unsupported {RUN_SCHEMA} version {version} (this Dynamo Lens reads up to {RUN_SCHEMA_VERSION})"
+            )
         return _decode_record(cls, obj, where)
 
     def counts(self, frame: Frame | None = None) -> Counts:
@@ -510,7 +539,7 @@ def _encode(value: object) -> Any:
     if isinstance(value, Finding):
         return value.to_json()
     if isinstance(value, _Record):
-        return _encode_record(value)
+        return value.to_json()  # a rank's report nested in the run's is a whole document of its own
     if isinstance(value, tuple):
         return [_encode(v) for v in value]
     if isinstance(value, Mapping):

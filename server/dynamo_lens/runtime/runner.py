@@ -8,6 +8,12 @@ Stopping a run: SIGTERM to the group (the shim catches it and writes its report)
 When the script exits on its own, whatever it left running in its group is stopped the same way, so that nothing
 outlives a run and no orphan keeps our output pipes open.
 
+Multi-process runs: every Python process the run starts loads the shim at start-up (a bootstrap ``sitecustomize``
+on ``PYTHONPATH``, see ``worker_site/``) and records itself next to the report (``<report>.workers/<pid>.json``);
+the runner merges those reports into the run's (``ranks``). ``torchrun`` starts each rank in a session of its own,
+out of reach of the run's group: ranks still alive when the run ends are stopped one by one, found by their
+recordings.
+
 POSIX only (process groups, ``os.killpg``); the server and the CLI target Linux and macOS.
 """
 
@@ -17,6 +23,7 @@ import contextlib
 import functools
 import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +35,7 @@ from pathlib import Path
 
 from dynamo_lens.runtime.attribution import findings_from_report
 from dynamo_lens.runtime.report import (
+    EVENTS_SUFFIX,
     ReportError,
     RunReport,
     events_path,
@@ -38,6 +46,7 @@ from dynamo_lens.runtime.report import (
 from dynamo_lens.torch_facts import Release, TorchTarget
 
 SHIM_PATH = Path(__file__).with_name("shim.py")
+WORKER_SITE = Path(__file__).with_name("worker_site")
 
 OutputSink = Callable[[bytes], None]
 """Receives the child's output in chunks, as raw bytes (a chunk may end inside a multi-byte character)."""
@@ -200,10 +209,13 @@ def run(
         return outcome(error=problem)
     if os.sep in python:  # a relative interpreter path means ours, not one relative to the run's directory
         python = os.path.abspath(python)
+    workers = workers_dir(report_path)
     try:
         report_path.parent.mkdir(parents=True, exist_ok=True)
         for stale in (report_path, events_path(report_path)):  # never mistake a previous run's data for this one's
             stale.unlink(missing_ok=True)
+        shutil.rmtree(workers, ignore_errors=True)
+        workers.mkdir()
     except OSError as exc:
         return outcome(error=f"cannot write the report to {report_path}: {exc}")
     if torch_trace_dir is not None:
@@ -214,7 +226,7 @@ def run(
         process = subprocess.Popen(
             command,
             cwd=work_dir,
-            env=child_environment(env),
+            env=recording_workers(child_environment(env), workers),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -247,20 +259,27 @@ def run(
         _signal_group(process.pid, signal.SIGKILL)
         leftovers, cancelled = False, True
     exit_code = process.wait()
+    stray_workers = _stop_workers(workers, grace_s)
     for pump in pumps:
         pump.join(timeout=grace_s)
 
     notes: list[str] = []
-    if leftovers:
+    if leftovers or stray_workers:
         notes.append("the script left processes running; they were stopped with the run")
     report, report_problem = _read_report(report_path)
     if report is not None:
+        ranks, unreadable = _worker_reports(workers)
+        notes.extend(unreadable)
         notes.extend(f"not collected: {m}" for m in report.missing)
+        notes.extend(f"not collected on {r.rank_label}: {m}" for r in ranks for m in r.missing)
+        report = replace(report, ranks=ranks)
         report = replace(report, findings=tuple(findings_from_report(report)))
         try:
             write_report(report, report_path)
         except OSError as exc:
             notes.append(f"could not add the findings to {report_path}: {exc}")
+        else:
+            shutil.rmtree(workers, ignore_errors=True)  # merged into the report
     error = _explain(
         target,
         python=python,
@@ -278,6 +297,81 @@ def run(
         error=error,
         notes=tuple(notes),
     )
+
+
+def workers_dir(report_path: Path) -> Path:
+    """Where the other processes of a run record themselves: ``OUT.json`` → ``OUT.json.workers/``."""
+    return Path(f"{report_path}.workers")
+
+
+def recording_workers(env: dict[str, str], workers: Path) -> dict[str, str]:
+    """``env`` with what makes every Python process started under it record itself into ``workers``: the bootstrap
+    directory first on ``PYTHONPATH``, the shim's path and the directory (``python -I`` and ``-S`` ignore them)."""
+    from dynamo_lens.runtime.shim import SHIM_ENV, WORKERS_ENV  # the shim's names; it is loaded only for runs
+
+    entries = [str(WORKER_SITE), *(e for e in env.get("PYTHONPATH", "").split(os.pathsep) if e)]
+    return {**env, "PYTHONPATH": os.pathsep.join(entries), WORKERS_ENV: str(workers), SHIM_ENV: str(SHIM_PATH)}
+
+
+def _worker_reports(workers: Path) -> tuple[tuple[RunReport, ...], list[str]]:
+    """The reports of the run's other processes that are ranks or compiled something, ordered by rank then pid
+    (a process killed before it could write one is rebuilt from its event stream), and a note for each unreadable
+    one. Processes with neither (a data loader's workers) are left out."""
+    reports: list[RunReport] = []
+    notes: list[str] = []
+    for stream in sorted(workers.glob(f"*{EVENTS_SUFFIX}")):
+        report, problem = _read_report(stream.with_name(stream.name.removesuffix(EVENTS_SUFFIX)))
+        if report is None:
+            notes.append(f"worker process {stream.name.split('.')[0]}: {problem}")
+        elif (report.process is not None and report.process.rank is not None) or report.frames:
+            reports.append(report)
+
+    def order(report: RunReport) -> tuple[bool, int, int]:
+        process = report.process
+        rank = process.rank if process is not None else None
+        return (rank is None, rank or 0, process.pid if process is not None else 0)
+
+    return tuple(sorted(reports, key=order)), notes
+
+
+def _stop_workers(workers: Path, grace_s: float) -> bool:
+    """Stop the run's worker processes that are still alive (each with its own group, as ``torchrun`` starts
+    them): SIGTERM, ``grace_s``, then SIGKILL. A pid counts only while its environment names ``workers``, so a
+    recycled pid is never signalled (Linux's /proc; elsewhere nothing is signalled). True if any was."""
+    alive = [pid for pid in _worker_pids(workers) if _is_our_worker(pid, workers)]
+    for pid in alive:
+        _signal_worker(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(_is_our_worker(pid, workers) for pid in alive):
+        time.sleep(_POLL_S)
+    for pid in alive:
+        if _is_our_worker(pid, workers):
+            _signal_worker(pid, signal.SIGKILL)
+    return bool(alive)
+
+
+def _worker_pids(workers: Path) -> list[int]:
+    return [int(name) for p in workers.glob(f"*{EVENTS_SUFFIX}") if (name := p.name.split(".")[0]).isdigit()]
+
+
+def _is_our_worker(pid: int, workers: Path) -> bool:
+    from dynamo_lens.runtime.shim import WORKERS_ENV
+
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z" and f"{WORKERS_ENV}={workers}".encode() in environ.split(b"\0")
+
+
+def _signal_worker(pid: int, sig: signal.Signals) -> None:
+    """The worker's whole group when it leads one (its own compile workers and data loaders), else the worker."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
 
 
 def _read_report(path: Path) -> tuple[RunReport | None, str | None]:

@@ -38,6 +38,7 @@ torch lacked them (used by the tests; also a switch for users who hit a problem 
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import importlib.machinery
 import io
@@ -55,12 +56,17 @@ import traceback
 import types
 import zipfile
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 SCHEMA = "dynamo-lens.run"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 EVENTS_SUFFIX = ".events.jsonl"
 DISABLE_ENV = "DYNAMO_LENS_SHIM_DISABLE"
+WORKERS_ENV = "DYNAMO_LENS_WORKERS"
+"""Set by the runner to a directory: every other Python process of the run (a ``torchrun`` rank, a worker started by
+``torch.multiprocessing.spawn``) records itself there as ``<pid>.json`` (:func:`record_worker`)."""
+SHIM_ENV = "DYNAMO_LENS_SHIM"
+"""Set by the runner to this file's path, for the bootstrap ``sitecustomize`` of worker processes."""
 
 # Caps for pathological programs; every cap that applies is reported (``guards_omitted``, ``missing``).
 MAX_GUARDS_PER_ENTRY = 1000
@@ -454,6 +460,7 @@ class ReportBuilder:
         self.events = events
         start = next((e for e in events if e.get("ev") == "start"), {})
         self.start = start
+        self.process: Event = dict(start.get("process") or {})
         self.policy = PathPolicy.from_json(start.get("paths", {}))
         self.gb_types, self.gb_entries = load_gb_registry(self.policy.torch_dir)
         self.frames: dict[tuple[int, int], _Frame] = {}
@@ -513,7 +520,9 @@ class ReportBuilder:
         kind = event.get("ev")
         epoch = int(event.get("epoch", 0))
         compile_id = str(event.get("compile_id") or "")
-        if kind == "compile_start":
+        if kind == "process":
+            self.process.update({k: event[k] for k in ("rank", "world_size") if k in event})
+        elif kind == "compile_start":
             frame = self._frame(epoch, int(event["frame_id"]), event["name"], event["path"], int(event["line"]))
             attempt = frame.attempt(compile_id)
             attempt.call_stack = event.get("call_stack") or attempt.call_stack
@@ -975,6 +984,7 @@ class ReportBuilder:
             "python": start.get("python") or "",
             "argv": list(start.get("argv") or []),
             "cwd": start.get("cwd") or "",
+            "process": self.process or None,
             "exit_code": end.get("exit_code"),
             "ended_by": end.get("ended_by", "unknown"),
             "complete": bool(end),
@@ -1119,6 +1129,7 @@ class TraceHandler(logging.Handler):
             value = metadata["str"]
             self.interned[int(value[1])] = str(value[0])
         elif name == "dynamo_start":
+            self.collector.note_rank()
             stack = metadata["dynamo_start"].get("stack") or []
             if not stack or compile_id is None:
                 return
@@ -1311,6 +1322,7 @@ class Collector:
         self.warnings_seen: set[tuple[str, str, str, int]] = set()
         self.undo: list[Callable[[], None]] = []
         """How to take each installed listener out again (:meth:`detach`), in the order they went in."""
+        self.rank_noted = _env_int("RANK") is not None
         self.produced: dict[tuple[int, int], list[str]] | None = None
         """(epoch, frame id) → the compile ids that produced a cache entry, in order; kept only on torch before 2.5,
         whose recompile reasons carry no ids (:meth:`_install_reasons_before_2_5`)."""
@@ -1430,7 +1442,23 @@ class Collector:
             paths=self.policy.to_json(),
             sources_ok=self.sources_ok,
             missing=self._missing_with_consequences(),
+            process=_process_identity(),
         )
+
+    def note_rank(self) -> None:
+        """The process group's rank, the first time one is initialised in a process whose environment named none
+        (a worker of ``torch.multiprocessing.spawn`` gets its rank as an argument): a ``process`` event."""
+        if self.rank_noted:
+            return
+        dist = sys.modules.get("torch.distributed")
+        try:
+            if dist is None or not dist.is_available() or not dist.is_initialized():
+                return
+            rank, world_size = int(dist.get_rank()), int(dist.get_world_size())
+        except Exception:  # a process group in an odd state tells us nothing
+            return
+        self.rank_noted = True
+        self.stream.emit("process", rank=rank, world_size=world_size)
 
     def _missing_with_consequences(self) -> list[str]:
         out = list(self.missing)
@@ -1718,6 +1746,7 @@ class Collector:
                 return
             self.finished = True
         try:
+            self.note_rank()
             if not self.installed and "torch._dynamo" in sys.modules:
                 self.internal_error(
                     "import watcher", RuntimeError("torch._dynamo was imported without the shim seeing it")
@@ -1888,17 +1917,7 @@ def main(argv: list[str]) -> int:
         collector.finish("exception", code, error)
         return code
     collector.start()
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=collector.detach_in_child)
-    previous_term = signal.getsignal(signal.SIGTERM)
-    if previous_term in (signal.SIG_DFL, None):
-
-        def on_term(signum: int, frame: types.FrameType | None) -> None:
-            collector.finish("signal", -signum, None)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-
-        signal.signal(signal.SIGTERM, on_term)
+    _finish_with_the_process(collector)
 
     if target[0] == "-m":
         module, args = target[1], target[2:]
@@ -1933,6 +1952,78 @@ def main(argv: list[str]) -> int:
         return 1
     collector.finish("returned", 0, None)
     return 0
+
+
+def _finish_with_the_process(collector: Collector) -> None:
+    """A forked child records nothing into this process's report; SIGTERM (how a run is stopped, and how
+    ``torchrun`` stops the other ranks when one fails) writes the report before the process dies of it."""
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=collector.detach_in_child)
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+        return
+
+    def on_term(signum: int, frame: types.FrameType | None) -> None:
+        collector.finish("signal", -signum, None)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+# ====================================================================================================================
+# The other processes of a multi-process run
+
+
+def _env_int(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def _process_identity() -> Event:
+    """This process, and its place in a distributed job as its environment states it (``torchrun`` sets ``RANK``,
+    ``LOCAL_RANK`` and ``WORLD_SIZE`` for each worker; a process group initialised later adds a ``process``
+    event)."""
+    return {
+        "pid": os.getpid(),
+        "rank": _env_int("RANK"),
+        "local_rank": _env_int("LOCAL_RANK"),
+        "world_size": _env_int("WORLD_SIZE"),
+    }
+
+
+def record_worker(directory: str) -> Collector:
+    """Record this process as ``<directory>/<pid>.json``: called at interpreter start-up, before the program runs,
+    by the bootstrap ``sitecustomize`` that the runner puts on ``PYTHONPATH`` (``worker_site/``, which also decides
+    which processes are worth it), so the user's code is not changed. The runner merges these reports into the run's
+    own (``ranks``).
+
+    The report is written at exit, or on SIGTERM; the event stream is written as things happen, so a rank killed
+    with SIGKILL keeps what it saw. The exit code is the one of ``sys.exit`` (which ``multiprocessing`` workers end
+    with) or of an uncaught exception, else 0."""
+    collector = Collector(os.path.join(directory, f"{os.getpid()}.json"), list(sys.argv))
+    collector.start()
+    _finish_with_the_process(collector)
+    outcome: dict[str, Any] = {"ended_by": "returned", "exit_code": 0, "error": None}
+    previous_hook, original_exit = sys.excepthook, sys.exit
+
+    def excepthook(kind: type[BaseException], exc: BaseException, tb: types.TracebackType | None) -> None:
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        outcome.update(
+            ended_by="keyboard_interrupt" if interrupted else "exception",
+            exit_code=130 if interrupted else 1,
+            error=error_event(exc, tb, collector.policy),
+        )
+        previous_hook(kind, exc, tb)
+
+    def recorded_exit(status: str | int | None = None) -> NoReturn:
+        outcome.update(ended_by="sys_exit", exit_code=_exit_code(status), error=None)
+        original_exit(status)
+
+    sys.excepthook, sys.exit = excepthook, recorded_exit
+    atexit.register(lambda: collector.finish(outcome["ended_by"], outcome["exit_code"], outcome["error"]))
+    return collector
 
 
 if __name__ == "__main__":
