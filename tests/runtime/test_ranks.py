@@ -18,7 +18,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runtime"
 
 
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *target: str) -> tuple[int, RunReport, list[str]]:
-    for name in ("ranks_float_attribute.py", "ranks_spawned.py"):
+    for name in ("ranks_float_attribute.py", "ranks_spawned.py", "ranks_specialised.py"):
         shutil.copy(FIXTURES / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
     code = main(["run", "--report", "run.json", *target])
@@ -122,3 +122,23 @@ def test_other_processes_are_kept_when_they_compile_and_named_by_pid(
     assert child.process is not None and child.process.rank is None
     assert child.rank_label == f"process {child.process.pid}"
     assert [Path(f.path).name for f in child.frames] == ["compiles.py"]
+
+
+def test_compiled_code_that_reads_the_rank_compiles_a_graph_of_its_own_on_each_rank(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What DL212 says: Dynamo specialises on the rank, one compile per function on each rank, graphs that differ."""
+    monkeypatch.setenv("GRAPHS", str(tmp_path))
+    code, report, _ = _run(
+        tmp_path, monkeypatch, "-m", "torch.distributed.run", "--nproc-per-node", "2", "ranks_specialised.py"
+    )
+    assert code == 0
+    graphs = [json.loads((tmp_path / f"rank-{rank}.json").read_text()) for rank in (0, 1)]
+    assert [len(g) for g in graphs] == [3, 3]
+    assert graphs[0][0] == graphs[1][0] + 1  # `step`: rank 0's graph has the `x + 1` rank 1's has not
+    for rank in (0, 1):
+        frames = {frame.name: frame for frame in _rank(report, rank).frames}
+        assert {name: frame.compiles_ok for name, frame in frames.items()} == {"step": 1, "scaled": 1, "forward": 1}
+        guards = {guard.text for frame in frames.values() for guard in frame.cache_entries[0].guards}
+        assert f"self.rank == {rank}" in guards
+        assert f"os.environ._data[b'RANK'] == b'{rank}'" in guards
