@@ -3,6 +3,7 @@ import type { Disposable, TextEditor } from "vscode";
 import { ExecuteCommandRequest, type LanguageClient } from "vscode-languageclient/node";
 import { ClientCommand, DISPLAY_NAME, ServerCommand } from "./constants";
 import { logger } from "./logger";
+import { parseRanks } from "./ranks";
 import { readReport, type RunReport } from "./report";
 import { testNodeIdAt } from "./testId";
 import * as api from "./vscodeapi";
@@ -54,7 +55,18 @@ function runningClient(context: CommandContext): LanguageClient | undefined {
   return client;
 }
 
-async function run(context: CommandContext, test: "file" | "cursor"): Promise<void> {
+/** Asks how many ranks `torchrun` starts on this machine; undefined when the user cancels. */
+async function askRanks(): Promise<number | undefined> {
+  const answer = await api.showInputBox({
+    title: `${DISPLAY_NAME}: run with torchrun`,
+    prompt: "Ranks (processes) to start on this machine; each is recorded and the ranks are compared",
+    value: "2",
+    validateInput: (text) => (parseRanks(text) === undefined ? "a whole number from 2 to 64" : undefined),
+  });
+  return answer === undefined ? undefined : parseRanks(answer);
+}
+
+async function run(context: CommandContext, test: "file" | "cursor" | "ranks"): Promise<void> {
   if (!api.isWorkspaceTrusted()) {
     const choice = await api.showWarningMessage(
       `${DISPLAY_NAME} runs your code to collect real guards, so runs are disabled in an untrusted workspace. ` +
@@ -81,13 +93,18 @@ async function run(context: CommandContext, test: "file" | "cursor"): Promise<vo
       return;
     }
   }
+  const processes = test === "ranks" ? await askRanks() : 1;
+  if (processes === undefined) {
+    return;
+  }
   if (document.isDirty) {
     await document.save();
   }
   const uri = document.uri.toString();
   context.runStarted(path.basename(document.uri.fsPath));
   try {
-    const result = await executeServerCommand(client, ServerCommand.run, { uri, args: [], test: testId ?? null });
+    const argument = { uri, args: [], test: testId ?? null, processes };
+    const result = await executeServerCommand(client, ServerCommand.run, argument);
     await context.runFinished(result, uri);
   } catch (error) {
     logger.error(`dynamoLens.run failed: ${String(error)}`);
@@ -132,6 +149,7 @@ export function registerCommands(context: CommandContext): Disposable[] {
   return [
     api.registerCommand(ClientCommand.runFile, () => run(context, "file")),
     api.registerCommand(ClientCommand.runTest, () => run(context, "cursor")),
+    api.registerCommand(ClientCommand.runFileWithRanks, () => run(context, "ranks")),
     api.registerCommand(ClientCommand.showLastReport, () => showLastReport(context)),
     api.registerCommand(ClientCommand.clear, () => clear(context)),
     api.registerCommand(ClientCommand.restart, () => context.restart("restart requested")),

@@ -34,6 +34,7 @@ export const ServerCommand = {
 export const ClientCommand = {
   runFile: "dynamoLens.runFile",
   runTest: "dynamoLens.runTest",
+  runFileWithRanks: "dynamoLens.runFileWithRanks",
   showLastReport: "dynamoLens.showLastReport",
   clear: "dynamoLens.clear",
   restart: "dynamoLens.restart",

@@ -9,6 +9,7 @@ import {
   Disposable,
   EventEmitter,
   extensions,
+  InputBoxOptions,
   LogOutputChannel,
   Position,
   Range,
@@ -70,6 +71,10 @@ export function showInformationMessage(message: string, ...items: string[]): The
 
 export function showWarningMessage(message: string, ...items: string[]): Thenable<string | undefined> {
   return window.showWarningMessage(message, ...items);
+}
+
+export function showInputBox(options: InputBoxOptions): Thenable<string | undefined> {
+  return window.showInputBox(options);
 }
 
 export function showErrorMessage(message: string, ...items: string[]): Thenable<string | undefined> {

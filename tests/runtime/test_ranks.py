@@ -80,7 +80,8 @@ def test_torchrun_records_both_ranks_and_names_the_rank_that_recompiled(
 def test_a_rank_killed_with_sigkill_keeps_what_it_saw_and_nothing_is_left_running(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    torchrun = ["-m", "torch.distributed.run", "--nproc-per-node", "2", "ranks_float_attribute.py", "--kill-rank-1"]
+    # `torchrun` as a command: the console script next to the interpreter
+    torchrun = ["torchrun", "--nproc-per-node", "2", "ranks_float_attribute.py", "--kill-rank-1"]
     code, report, findings = _run(tmp_path, monkeypatch, *torchrun)
     assert code != 0  # torchrun fails the job
     killed, stopped = _rank(report, 1), _rank(report, 0)

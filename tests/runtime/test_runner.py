@@ -351,3 +351,24 @@ def test_torch_is_found_without_importing_torch(bare_python: str, tmp_path: Path
     assert (Path(found.torch_dir) / "_dynamo" / "graph_break_registry.json").is_file()
     assert torch_of(bare_python) == TorchTarget(None)
     assert torch_of(str(tmp_path / "missing-python")) == TorchTarget(None)
+
+
+def test_a_command_name_runs_the_console_script_next_to_the_interpreter(tmp_path: Path, bare_python: str) -> None:
+    """``dynamo-lens run torchrun …``: not a file here, but the interpreter's environment has that console script."""
+    tool = Path(bare_python).parent / "greet-tool"
+    tool.write_text(f"#!{bare_python}\nimport sys\nprint('console script', sys.argv[1:])\n")
+    tool.chmod(0o755)
+    captured = Captured()
+    outcome = run(
+        Target(script="greet-tool", args=("a",)),
+        report_path=tmp_path / "report.json",
+        python=bare_python,
+        cwd=tmp_path,
+        on_stdout=captured.on_out,
+        on_stderr=captured.on_err,
+    )
+    assert outcome.exit_code == 0, captured.err
+    assert captured.out.decode().strip() == "console script ['a']"
+    assert outcome.report is not None and outcome.report.argv[0] == str(tool)
+    missing = run(Target(script="no-such-tool"), report_path=tmp_path / "r2.json", python=bare_python, cwd=tmp_path)
+    assert missing.error is not None and missing.error.startswith("script not found: no-such-tool")

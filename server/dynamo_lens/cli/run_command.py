@@ -67,7 +67,10 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="stop the run after this long")
     parser.add_argument(
-        "--max-recompiles", type=_count, metavar="N", help="exit 1 if the run recompiled more than N times in all"
+        "--max-recompiles",
+        type=_count,
+        metavar="N",
+        help="exit 1 if the run recompiled more than N times in all (any rank, in a multi-process run)",
     )
     parser.add_argument(
         "--max-graph-breaks", type=_count, metavar="N", help="exit 1 if more than N distinct graph breaks occurred"

@@ -146,6 +146,25 @@ def _our_library_dirs() -> frozenset[Path]:
     return frozenset(dirs)
 
 
+def console_script(target: Target, python: str, cwd: Path) -> Target:
+    """A target named like a command (``torchrun``, ``pytest``) and not a file in ``cwd``: the Python console script
+    of that name next to the interpreter, else on ``PATH`` (a file whose first line runs a Python), as a script."""
+    name = target.script
+    if name is None or os.sep in name or (cwd / name).exists():
+        return target
+    interpreter = _resolve_executable(python)
+    search = os.pathsep.join([str(Path(interpreter).parent)] if interpreter else []) + os.pathsep
+    found = shutil.which(name, path=search + os.environ.get("PATH", ""))
+    if found is None:
+        return target
+    try:
+        with open(found, "rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return target
+    return replace(target, script=found) if first.startswith(b"#!") and b"python" in first else target
+
+
 def preflight(python: str, target: Target, cwd: Path) -> str | None:
     """A clear message for a run that cannot start (missing interpreter or script), else None."""
     if _resolve_executable(python) is None:
@@ -162,8 +181,6 @@ def preflight(python: str, target: Target, cwd: Path) -> str | None:
 def _resolve_executable(python: str) -> str | None:
     if os.sep in python or (os.altsep and os.altsep in python):
         return python if os.path.isfile(python) and os.access(python, os.X_OK) else None
-    import shutil
-
     return shutil.which(python)
 
 
@@ -204,6 +221,7 @@ def run(
         defaults.update(kwargs)
         return RunOutcome(**defaults)  # type: ignore[arg-type]
 
+    target = console_script(target, python, work_dir)
     problem = preflight(python, target, work_dir)
     if problem is not None:
         return outcome(error=problem)
