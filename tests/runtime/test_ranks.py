@@ -81,7 +81,7 @@ def test_a_rank_killed_with_sigkill_keeps_what_it_saw_and_nothing_is_left_runnin
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `torchrun` as a command: the console script next to the interpreter
-    torchrun = ["torchrun", "--nproc-per-node", "2", "ranks_float_attribute.py", "--kill-rank-1"]
+    torchrun = ["torchrun", "--standalone", "--nproc-per-node", "2", "ranks_float_attribute.py", "--kill-rank-1"]
     code, report, findings = _run(tmp_path, monkeypatch, *torchrun)
     assert code != 0  # torchrun fails the job
     killed, stopped = _rank(report, 1), _rank(report, 0)
@@ -131,7 +131,14 @@ def test_compiled_code_that_reads_the_rank_compiles_a_graph_of_its_own_on_each_r
     """What DL212 says: Dynamo specialises on the rank, one compile per function on each rank, graphs that differ."""
     monkeypatch.setenv("GRAPHS", str(tmp_path))
     code, report, _ = _run(
-        tmp_path, monkeypatch, "-m", "torch.distributed.run", "--nproc-per-node", "2", "ranks_specialised.py"
+        tmp_path,
+        monkeypatch,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "ranks_specialised.py",
     )
     assert code == 0
     graphs = [json.loads((tmp_path / f"rank-{rank}.json").read_text()) for rank in (0, 1)]

@@ -196,7 +196,7 @@ def _target(request: RunRequest) -> Target:
     if request.test is not None:
         return Target(module="pytest", args=(request.test, *request.args))
     if request.processes > 1:  # every rank is recorded (the runner's worker_site), DL504 compares them
-        ranks = ("--nproc-per-node", str(request.processes))
+        ranks = ("--standalone", "--nproc-per-node", str(request.processes))  # a free port of its own
         return Target(module="torch.distributed.run", args=(*ranks, request.path, *request.args))
     return Target(script=request.path, args=request.args)
 
