@@ -107,3 +107,33 @@ def test_labels_and_the_per_rank_table_and_budgets(tmp_path: Path) -> None:
     assert budget_problems(_run(ranks[0], recompiled), 1, None) == [
         "budget exceeded on rank 1: 2 recompiles > --max-recompiles 1"
     ]
+
+
+def test_processes_without_a_rank_are_not_compared(tmp_path: Path) -> None:
+    path = str(tmp_path / "train.py")
+    Path(path).write_text(SOURCE)
+    worker = replace(_rank(0, _frame("forward", 1, 0, 1, path)), process=Process(pid=501))
+    other = replace(_rank(1, _frame("loss", 4, 0, 1, path)), process=Process(pid=502))
+    assert divergences([worker, other]) == []
+    assert [f.code for f in findings_from_report(_run(worker, other))] == []
+
+
+def test_ranks_holding_different_frames_with_equal_counts_do_not_break_the_order_check(tmp_path: Path) -> None:
+    path = str(tmp_path / "train.py")
+    failed = Frame("loss", path, 4, frame_id=1, cache_entries=(CacheEntry("1/0", "failed"),))
+    with_failed = _rank(0, _frame("forward", 1, 0, 1, path), failed)
+    assert divergences([with_failed, _rank(1, _frame("forward", 1, 0, 1, path))]) == []
+    assert divergences([_rank(1, _frame("forward", 1, 0, 1, path)), with_failed]) == []
+
+
+def test_a_frame_the_others_never_compiled_is_not_blamed_on_a_guard(tmp_path: Path) -> None:
+    path = str(tmp_path / "train.py")
+    Path(path).write_text(SOURCE)
+    twice = _frame("loss", 4, 1, 2, path)
+    failed = FailedGuard("1/0", "y.size()[0] == 4", path=path, line=5, attributed_to="guard")
+    ahead = _rank(0, _frame("forward", 1, 0, 1, path), twice, recompiles=(Recompile("1/1", twice.ref, (failed,)),))
+    (finding,) = [
+        f for f in findings_from_report(_run(ahead, _rank(1, _frame("forward", 1, 0, 1, path)))) if f.code == "DL504"
+    ]
+    assert finding.message.startswith("`loss` compiled on rank 0 only (2 compiles on rank 0, 0 compiles on rank 1)")
+    assert finding.span.line == 4

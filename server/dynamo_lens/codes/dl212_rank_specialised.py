@@ -10,11 +10,11 @@ Hints at a read of this process's rank inside compiled code: `torch.distributed.
 Dynamo reads the rank while it traces and specialises the graph on it: each rank compiles code of its own. Measured
 on torch 2.13 with two gloo ranks on CPU: `if dist.get_rank() == 0: x = x + 1` gave rank 0 a 4-node graph and rank
 1 a 3-node one (one compile each); `os.environ["RANK"]` was guarded `os.environ._data[b'RANK'] == b'0'` on rank 0
-and `== b'1'` on rank 1; an attribute set from the rank was guarded `self.rank == 0` and `self.rank == 1`. When
-the ranks' graphs differ, the collectives inside them stop matching (a hang until the collective timeout), and a size
-or value taken from the rank makes the ranks compile at different times, so the others wait for the one compiling.
-Whether that happens depends on what the rank decides, which a scan cannot tell: this is a hint, and
-`dynamo-lens run -m torch.distributed.run …` shows whether the ranks compiled differently (DL504).
+and `== b'1'` on rank 1; an attribute set from the rank was guarded `self.rank == 0` and `self.rank == 1`. Where
+the rank decides what the graph does, the ranks run different compiled code, and a collective that only some of them
+reach waits until its timeout. Whether that matters depends on what the rank decides (an offset into a sharded
+table is harmless), which a scan cannot tell: this is a hint, and `dynamo-lens run -m torch.distributed.run …`
+shows whether the ranks compiled differently (DL504).
 
 ## Example
 ```python
@@ -86,9 +86,9 @@ def collect(ctx: FileContext) -> Iterator[InsideCompiledCandidate]:
                 function=body.qualname,
                 message=(
                     f"`{ctx.source(node, 60)}` reads {what} inside compiled code: Dynamo specialises the graph on it "
-                    f"({torch_name()}), so each rank compiles code of its own; if the rank changes what the graph "
-                    "does, the ranks' collectives and compile times no longer match (check with `dynamo-lens run "
-                    "-m torch.distributed.run …`, DL504)"
+                    f"({torch_name()}), so each rank compiles code of its own: where the rank decides what the "
+                    "graph does, the ranks run different compiled code (check with `dynamo-lens run -m "
+                    "torch.distributed.run …`, DL504)"
                 ),
                 severity=RULE.default_severity,
             )

@@ -89,7 +89,7 @@ def findings_from_report(report: RunReport, read: Callable[[str], str | None] | 
     findings = _of_one_process(report, lines)
     if report.ranks:
         findings += on_ranks([(rank, _of_one_process(rank, lines)) for rank in report.ranks])
-        findings += [_diverged(d, report.ranks, lines) for d in divergences(report.ranks)]
+        findings += [_diverged(d, lines) for d in divergences(report.ranks)]
     return sorted(findings, key=Finding.sort_key)
 
 
@@ -529,9 +529,10 @@ def _norm(path: str) -> str:
 # DL504
 
 
-def _diverged(divergence: Divergence, ranks: Sequence[RunReport], lines: _SourceLines) -> Finding:
+def _diverged(divergence: Divergence, lines: _SourceLines) -> Finding:
     """On the rank ahead: the first recompile the ranks behind did not make, at the line it is blamed on (the
     frame's ``def`` for a frame the others never compiled, or an order difference)."""
+    ranks = [rank for rank, _ in divergence.frames.frames]
     rank = divergence.ahead[0]
     frame = next(f for r, f in divergence.frames.frames if r is rank)
     assert frame is not None  # a rank ahead compiled the frame
@@ -539,7 +540,8 @@ def _diverged(divergence: Divergence, ranks: Sequence[RunReport], lines: _Source
     counts = compile_counts(divergence.frames, ranks)
     fewest = divergence.frames.compiles(divergence.behind[0])
     blames = blame_recompiles(rank, frame, lines)
-    blame = blames[max(fewest - 1, 0)] if len(blames) >= max(fewest, 1) else None
+    # the first recompile the ranks behind did not make; none when they never compiled the frame at all
+    blame = blames[fewest - 1] if 1 <= fewest <= len(blames) else None
     if divergence.order_only:
         message = (
             f"{rank_labels(divergence.ahead)} compiled {label} in another order than {rank_labels(divergence.behind)}"

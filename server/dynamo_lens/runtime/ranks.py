@@ -63,9 +63,12 @@ class Divergence:
     order_only: bool = False
 
 
-def divergences(ranks: Sequence[RunReport]) -> list[Divergence]:
-    """Frames whose compiles differ between ranks; when the counts agree everywhere, the first frame whose first
-    compile came in another order on some ranks (by Dynamo's frame ids, which count first compiles)."""
+def divergences(processes: Sequence[RunReport]) -> list[Divergence]:
+    """Frames whose compiles differ between the ranks of ``processes`` (those without a rank, a test runner's
+    workers or helper scripts, are not ranks of one job and are not compared); when the counts agree everywhere, the
+    first frame whose first compile came in another order on some ranks (by Dynamo's frame ids, which count first
+    compiles)."""
+    ranks = [p for p in processes if p.process is not None and p.process.rank is not None]
     if len(ranks) < 2:
         return []
     lined_up = frames_by_rank(ranks)
@@ -79,20 +82,26 @@ def divergences(ranks: Sequence[RunReport]) -> list[Divergence]:
         found.append(Divergence(frames, ahead, behind))
     if found:
         return found
-    orders = [_first_compile_order(rank, lined_up) for rank in ranks]
+    shared = [f for f in lined_up if all(frame is not None for _, frame in f.frames)]
+    orders = [_first_compile_order(rank, shared) for rank in ranks]
     usual = max(orders, key=orders.count)
     out_of_order = tuple(rank for rank, order in zip(ranks, orders, strict=True) if order != usual)
     if not out_of_order:
         return []
-    first = next(i for i, key in enumerate(_first_compile_order(out_of_order[0], lined_up)) if key != usual[i])
-    frames = next(f for f in lined_up if f.key == usual[first])
+    theirs = _first_compile_order(out_of_order[0], shared)
+    first = next((mine for mine, other in zip(usual, theirs, strict=True) if mine != other), None)
+    place = next((f for f in shared if f.key == first), None)
+    if place is None:
+        return []
     behind = tuple(rank for rank in ranks if rank not in out_of_order)
-    return [Divergence(frames, out_of_order, behind, order_only=True)]
+    return [Divergence(place, out_of_order, behind, order_only=True)]
 
 
-def _first_compile_order(rank: RunReport, lined_up: list[RankFrames]) -> list[FrameKey]:
-    mine = [(frame.frame_id, f.key) for f in lined_up for r, frame in f.frames if r is rank and frame is not None]
-    return [key for _, key in sorted(mine, key=lambda item: -1 if item[0] is None else item[0])]
+def _first_compile_order(rank: RunReport, frames: list[RankFrames]) -> list[FrameKey]:
+    """The frames, all of which ``rank`` compiled, in the order it first compiled them (Dynamo numbers frames in
+    that order, anew after each reset)."""
+    mine = [(frame.reset_epoch, frame.frame_id, f.key) for f in frames for r, frame in f.frames if r is rank and frame]
+    return [key for *_, key in sorted(mine, key=lambda item: (item[0], -1 if item[1] is None else item[1]))]
 
 
 def rank_labels(ranks: Sequence[RunReport]) -> str:

@@ -277,7 +277,10 @@ def run(
         _signal_group(process.pid, signal.SIGKILL)
         leftovers, cancelled = False, True
     exit_code = process.wait()
-    stray_workers = _stop_workers(workers, grace_s)
+    try:
+        stray_workers = _stop_workers(workers, grace_s)
+    except KeyboardInterrupt:  # a second Ctrl-C: no more grace
+        stray_workers, cancelled = _stop_workers(workers, 0.0), True
     for pump in pumps:
         pump.join(timeout=grace_s)
 

@@ -7,7 +7,9 @@ Usage (executed by path by the user's own interpreter)::
     <python> shim.py --rebuild OUT.json          # rebuild OUT.json from OUT.json.events.jsonl (no torch needed)
 
 This file imports only the standard library and, while a script runs, torch; it must keep working when copied alone.
-It writes a ``dynamo-lens.run`` v1 report (see ``report.py`` / ``run_report.schema.json`` next to it).
+It writes a ``dynamo-lens.run`` v2 report (see ``report.py`` / ``run_report.schema.json`` next to it). In the other
+Python processes of a run (``torchrun``'s ranks) the bootstrap ``worker_site/sitecustomize.py`` loads it and calls
+:func:`record_worker`.
 
 It does not import torch itself: it finds torch on disk and installs its listeners from an import hook the moment
 the program imports ``torch._dynamo`` (``torch.compile`` does), so a program that never compiles pays nothing.
@@ -28,7 +30,7 @@ Everything observed becomes an *event* (a small JSON object) that is kept in mem
 ``OUT.json.events.jsonl``. The report is a pure function of the events (:func:`build_report`), so a run killed with
 SIGKILL still leaves everything up to that point, and :func:`rebuild_report` turns the stream into a report with
 ``complete: false``. Event lines are ``{"ev": <kind>, "epoch": <reset epoch>, ...}`` with kinds ``start``,
-``installed``, ``compile_start``, ``guard_tree``, ``guard_export``, ``metrics``, ``recompile_reasons``,
+``process``, ``installed``, ``compile_start``, ``guard_tree``, ``guard_export``, ``metrics``, ``recompile_reasons``,
 ``graph_break``, ``limit``, ``cache_entries``, ``calls``, ``reset``, ``internal_error`` and ``end``.
 
 Set ``DYNAMO_LENS_SHIM_DISABLE`` to a comma-separated list of source names (``trace``, ``bytecode_hook``,
@@ -56,7 +58,7 @@ import traceback
 import types
 import zipfile
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn
+from typing import Any
 
 SCHEMA = "dynamo-lens.run"
 SCHEMA_VERSION = 2
@@ -67,6 +69,8 @@ WORKERS_ENV = "DYNAMO_LENS_WORKERS"
 ``torch.multiprocessing.spawn``) records itself there as ``<pid>.json`` (:func:`record_worker`)."""
 SHIM_ENV = "DYNAMO_LENS_SHIM"
 """Set by the runner to this file's path, for the bootstrap ``sitecustomize`` of worker processes."""
+RECORDED_PARENT_ENV = "DYNAMO_LENS_RECORDED_PARENT"
+"""Set by a recorded worker for the processes it starts: the ``RANK`` they inherit is not theirs."""
 
 # Caps for pathological programs; every cap that applies is reported (``guards_omitted``, ``missing``).
 MAX_GUARDS_PER_ENTRY = 1000
@@ -454,7 +458,7 @@ def _loc_json(loc: Loc | None) -> Event | None:
 
 
 class ReportBuilder:
-    """Folds the event stream into a ``dynamo-lens.run`` v1 document (plain JSON data)."""
+    """Folds the event stream into a ``dynamo-lens.run`` v2 document (plain JSON data)."""
 
     def __init__(self, events: list[Event]) -> None:
         self.events = events
@@ -1975,6 +1979,10 @@ def _finish_with_the_process(collector: Collector) -> None:
 
 
 def _env_int(name: str) -> int | None:
+    """An int the environment gives *this* process: not one a recorded ancestor passed down (a rank's data loader
+    workers inherit its ``RANK``; :data:`RECORDED_PARENT_ENV` tells)."""
+    if os.environ.get(RECORDED_PARENT_ENV, str(os.getpid())) != str(os.getpid()):
+        return None
     try:
         return int(os.environ[name])
     except (KeyError, ValueError):
@@ -1994,19 +2002,22 @@ def _process_identity() -> Event:
 
 
 def record_worker(directory: str) -> Collector:
-    """Record this process as ``<directory>/<pid>.json``: called at interpreter start-up, before the program runs,
-    by the bootstrap ``sitecustomize`` that the runner puts on ``PYTHONPATH`` (``worker_site/``, which also decides
-    which processes are worth it), so the user's code is not changed. The runner merges these reports into the run's
-    own (``ranks``).
+    """Record this process as ``<directory>/<pid>.json``: called by the bootstrap ``sitecustomize`` that the runner
+    puts on ``PYTHONPATH`` (``worker_site/``, which also decides which processes are worth it) when the program
+    first imports torch, so the user's code is not changed. The runner merges these reports into the run's own
+    (``ranks``).
 
-    The report is written at exit, or on SIGTERM; the event stream is written as things happen, so a rank killed
-    with SIGKILL keeps what it saw. The exit code is the one of ``sys.exit`` (which ``multiprocessing`` workers end
-    with) or of an uncaught exception, else 0."""
+    The report is written at exit; the event stream is written as things happen, so a rank killed with SIGKILL, or
+    stopped with SIGTERM (left at its default here: a rank blocked in a collective would never run a Python handler,
+    and ``torchrun`` would wait for it), keeps what it saw. The exit code is the one of ``sys.exit``, ``exit`` or
+    ``quit`` (``multiprocessing`` workers end with ``sys.exit``) or of an uncaught exception, else 0."""
     collector = Collector(os.path.join(directory, f"{os.getpid()}.json"), list(sys.argv))
     collector.start()
-    _finish_with_the_process(collector)
+    os.environ[RECORDED_PARENT_ENV] = str(os.getpid())
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=collector.detach_in_child)
     outcome: dict[str, Any] = {"ended_by": "returned", "exit_code": 0, "error": None}
-    previous_hook, original_exit = sys.excepthook, sys.exit
+    previous_hook = sys.excepthook
 
     def excepthook(kind: type[BaseException], exc: BaseException, tb: types.TracebackType | None) -> None:
         interrupted = isinstance(exc, KeyboardInterrupt)
@@ -2017,11 +2028,18 @@ def record_worker(directory: str) -> Collector:
         )
         previous_hook(kind, exc, tb)
 
-    def recorded_exit(status: str | int | None = None) -> NoReturn:
-        outcome.update(ended_by="sys_exit", exit_code=_exit_code(status), error=None)
-        original_exit(status)
+    def recording(original: Callable[..., Any]) -> Callable[..., Any]:
+        def leave(status: object = None) -> Any:
+            outcome.update(ended_by="sys_exit", exit_code=_exit_code(status), error=None)
+            return original(status)
 
-    sys.excepthook, sys.exit = excepthook, recorded_exit
+        return leave
+
+    sys.excepthook = excepthook
+    sys.exit = recording(sys.exit)
+    for name in ("exit", "quit"):  # the site module's exit()/quit(), absent under python -S
+        if hasattr(builtins, name):
+            setattr(builtins, name, recording(getattr(builtins, name)))
     atexit.register(lambda: collector.finish(outcome["ended_by"], outcome["exit_code"], outcome["error"]))
     return collector
 
