@@ -94,6 +94,15 @@ def test_a_rank_killed_with_sigkill_keeps_what_it_saw_and_nothing_is_left_runnin
     assert not any(_alive(r.process.pid) for r in report.ranks if r.process)
 
 
+def test_hung_ranks_stopped_by_the_timeout_keep_what_they_saw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    torchrun = ["torchrun", "--standalone", "--nproc-per-node", "2", "ranks_float_attribute.py", "--hang-rank-1"]
+    code, report, findings = _run(tmp_path, monkeypatch, "--timeout", "10", *torchrun)
+    assert code != 0
+    assert [(r.complete, [f.compiles_ok for f in r.frames]) for r in report.ranks] == [(False, [1]), (False, [2])]
+    assert any(f["code"] == "DL504" for f in findings)
+    assert not any(_alive(r.process.pid) for r in report.ranks if r.process)
+
+
 def test_torch_multiprocessing_spawn_records_both_workers_with_their_process_group_ranks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
