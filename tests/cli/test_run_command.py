@@ -309,3 +309,28 @@ def test_suppressions_and_settings_hide_runtime_findings_but_budgets_count_what_
     assert "budget exceeded: 1 graph breaks > --max-graph-breaks 0" in captured.err
     report = json.loads((tmp_path / ".dynamo-lens" / "last-run.json").read_text())
     assert sorted((f["code"], f["line"]) for f in report["findings"]) == [("DL501", 7), ("DL503", 6)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_hook_added_after_compile_that_never_ran_is_reported_at_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], guarded: bool
+) -> None:
+    script = tmp_path / "late_hooks.py"
+    script.write_text((REPO / "tests" / "fixtures" / "runtime" / "late_hooks.py").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--report", "r.json", "--format", "json", "late_hooks.py", *(["--guard-hooks"] * guarded)]) == 0
+    captured = capfd.readouterr()
+    found = [(f["code"], f["line"], f["message"]) for f in json.loads(captured.out)["findings"] if f["code"] == "DL505"]
+    if guarded:  # the hook dictionaries are guarded: one recompile, then both hooks run
+        assert "hooks ran {'lin': 3, 'block': 3}" in captured.err
+        assert found == []
+    else:
+        assert "hooks ran {'lin': 0, 'block': 3}" in captured.err  # what DL505 says, as the script itself counts
+        [(_, line, message)] = found
+        assert line == 25  # the submodule's hook; the compiled module's own ran
+        assert message.startswith(
+            "the forward hook registered here on a `Linear` inside the compiled `Block` never ran: the compiled "
+            "module ran 3 times after it was added"
+        )
+        assert message.endswith("(confirmed: the hook ran 0 of 3 compiled calls, as DL401 predicted)")

@@ -54,10 +54,10 @@ def test_torchrun_records_both_ranks_and_names_the_rank_that_recompiled(
     assert (culprit.text, Path(culprit.path or "").name, culprit.line) == (
         "self.scale == 1.0",
         "ranks_float_attribute.py",
-        20,
+        21,
     )
     diverged = next(f for f in findings if f["code"] == "DL504")
-    assert (Path(diverged["path"]).name, diverged["line"]) == ("ranks_float_attribute.py", 20)
+    assert (Path(diverged["path"]).name, diverged["line"]) == ("ranks_float_attribute.py", 21)
     assert diverged["message"].startswith(
         "`forward` compiled differently across ranks (1 compile on rank 0, 2 compiles on rank 1): on rank 1 "
         "`self.scale == 1.0` failed"
@@ -69,7 +69,7 @@ def test_torchrun_records_both_ranks_and_names_the_rank_that_recompiled(
     out = capfd.readouterr().out.splitlines()
     assert out[out.index("compiled frame                        rank 0  rank 1") + 1].split() == [
         "forward",
-        "ranks_float_attribute.py:19",
+        "ranks_float_attribute.py:20",
         "1",
         "2",
     ]

@@ -28,6 +28,7 @@ from dynamo_lens.runtime.report import (
     ReportError,
     RunError,
     RunReport,
+    SilentHook,
     StackFrame,
     Summary,
     events_path,
@@ -140,6 +141,7 @@ def test_schema_names_every_field_of_every_dataclass() -> None:
         "error": RunError,
         "summary": Summary,
         "process": Process,
+        "silent_hook": SilentHook,
     }
     for name, cls in pairs.items():
         fields = {f.name for f in dataclasses.fields(cls)}

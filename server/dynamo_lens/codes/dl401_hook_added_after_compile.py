@@ -95,6 +95,7 @@ RULE = Rule(
     source="static",
     docs_url="https://docs.pytorch.org/docs/stable/torch.compiler_nn_module.html",
     fix_title="Register the hook before the first compiled call",
+    confirmed_by=("DL505",),
 )
 
 

@@ -10,6 +10,8 @@ Where a finding goes (DESIGN.md §2):
 * Recompiles of one frame that blame the same line make one DL501, counting them.
 * A recompile-limit hit (DL502) sits where the frame's last recompile was blamed.
 * A graph break (DL503) sits where Dynamo stopped tracing, in user code.
+* A hook added to a compiled module's submodule after the compile that never ran (DL505) sits on the line that
+  registered it.
 * A multi-process run has the findings of every rank, each once with the ranks it was seen on, and DL504 where the
   ranks compiled differently: on the line of the guard that failed on the rank that recompiled.
 
@@ -27,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dynamo_lens.codes import confirmations, get_rule
-from dynamo_lens.model import Finding, Related, Severity, Span
+from dynamo_lens.model import Finding, Related, Severity, Span, plural
 from dynamo_lens.runtime.guard_diff import (
     GLOBAL_STATE_KEY,
     LENGTH_KINDS,
@@ -54,6 +56,7 @@ RECOMPILED = "DL501"
 LIMIT_HIT = "DL502"
 GRAPH_BREAK = "DL503"
 RANKS_DIVERGED = "DL504"
+HOOK_NEVER_RAN = "DL505"
 
 
 NO_REASON = "the reason was not recorded"
@@ -94,7 +97,12 @@ def findings_from_report(report: RunReport, read: Callable[[str], str | None] | 
 
 
 def _of_one_process(report: RunReport, lines: _SourceLines) -> list[Finding]:
-    return [*_recompiled(report, lines), *_limit_hits(report, lines), *_graph_breaks(report, lines)]
+    return [
+        *_recompiled(report, lines),
+        *_limit_hits(report, lines),
+        *_graph_breaks(report, lines),
+        *_silent_hooks(report, lines),
+    ]
 
 
 def frame_label(frame: Frame | FrameRef) -> str:
@@ -517,12 +525,35 @@ def _evidence(finding: Finding) -> str:
         return f"{count} recompile{'s' if count != 1 else ''}"
     if finding.code == LIMIT_HIT:
         return f"{data.get('limit', 'recompile limit')} hit"
+    if finding.code == HOOK_NEVER_RAN:
+        return f"the hook ran 0 of {data.get('root_calls')} compiled calls"
     count = data.get("count", 1)
     return f"graph break observed{f' {count}{_MULT}' if isinstance(count, int) and count > 1 else ''}"
 
 
 def _norm(path: str) -> str:
     return os.path.normcase(os.path.abspath(path))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# DL505
+
+
+def _silent_hooks(report: RunReport, lines: _SourceLines) -> list[Finding]:
+    findings = []
+    for hook in report.silent_hooks:
+        if hook.path is None or hook.line is None:
+            continue
+        what = "forward pre-hook" if hook.hook == "forward_pre_hook" else "forward hook"
+        message = (
+            f"the {what} registered here on a `{hook.module}` inside the compiled `{hook.root}` never ran: the "
+            f"compiled module ran {plural(hook.root_calls, 'time')} after it was added, and Dynamo does not guard "
+            "the hooks of submodules (`skip_nnmodule_hook_guards`), so compiled code runs without it"
+        )
+        data = {"module": hook.module, "root": hook.root, "root_calls": hook.root_calls, "hook": hook.hook}
+        span = lines.span(hook.path, hook.line)
+        findings.append(_finding(HOOK_NEVER_RAN, span, message, (), data))
+    return findings
 
 
 # --------------------------------------------------------------------------------------------------------------------

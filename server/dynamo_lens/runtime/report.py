@@ -300,6 +300,20 @@ class ShownWarning(_Record):
 
 
 @dataclass(frozen=True, slots=True)
+class SilentHook(_Record):
+    """A forward hook (``hook``: ``forward_hook`` or ``forward_pre_hook``) registered at ``path``/``line`` on a
+    ``module`` inside the compiled ``root`` after the compile, that never ran while the compiled module ran
+    ``root_calls`` times: Dynamo does not guard the hooks of submodules, so compiled code skips hooks added later."""
+
+    hook: str
+    module: str
+    root: str
+    root_calls: int
+    path: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Process(_Record):
     """The process a report is about, and its place in a distributed job: ``rank``, ``local_rank`` and
     ``world_size`` from the environment ``torchrun`` sets, else from the process group it initialised (``None``
@@ -400,6 +414,7 @@ class RunReport(_Record):
     graph_breaks: tuple[GraphBreak, ...] = ()
     limit_hits: tuple[LimitHit, ...] = ()
     warnings: tuple[ShownWarning, ...] = ()
+    silent_hooks: tuple[SilentHook, ...] = ()
     summary: Summary = field(default_factory=Summary)
     sources_ok: Mapping[str, bool] = field(default_factory=dict)
     missing: tuple[str, ...] = ()

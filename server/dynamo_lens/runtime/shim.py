@@ -22,7 +22,10 @@ How it collects, without touching Dynamo's per-call (cache-hit) path:
 3. ``guard_export_fn``, added by wrapping ``torch._dynamo.optimize`` (which ``torch.compile`` calls): the full user
    stack of every guard, so a guard installed inside ``nn.Linear`` maps back to the user's line;
 4. a WARNING handler on ``torch._dynamo.convert_frame`` (recompile-limit hits) and ``set_guard_complete_hook``
-   (cache hits and misses, from which the calls that silently ran eagerly are estimated).
+   (cache hits and misses, from which the calls that silently ran eagerly are estimated);
+5. ``nn.Module.register_forward_hook`` / ``register_forward_pre_hook`` wrapped: a hook added to a submodule of a
+   compiled module after a compile gets two counting probes (``late_hook`` events), the only per-call cost, and
+   only for such hooks.
 
 Every private API is feature-checked; what is unavailable is named in the report's ``missing`` list.
 
@@ -34,14 +37,15 @@ SIGKILL still leaves everything up to that point, and :func:`rebuild_report` tur
 ``graph_break``, ``limit``, ``cache_entries``, ``calls``, ``reset``, ``internal_error`` and ``end``.
 
 Set ``DYNAMO_LENS_SHIM_DISABLE`` to a comma-separated list of source names (``trace``, ``bytecode_hook``,
-``cache_entries``, ``guard_export``, ``limit_warnings``, ``guard_complete_hook``, ``reset_hook``) to run as if this
-torch lacked them (used by the tests; also a switch for users who hit a problem with one source).
+``cache_entries``, ``guard_export``, ``limit_warnings``, ``guard_complete_hook``, ``reset_hook``, ``hook_watch``) to
+run as if this torch lacked them (used by the tests; also a switch for users who hit a problem with one source).
 """
 
 from __future__ import annotations
 
 import atexit
 import builtins
+import functools
 import importlib.machinery
 import io
 import json
@@ -112,6 +116,7 @@ SOURCES = (
     "limit_warnings",
     "guard_complete_hook",
     "reset_hook",
+    "hook_watch",
     "warnings",
 )
 
@@ -476,6 +481,8 @@ class ReportBuilder:
         self.live: dict[tuple[int, str], Event] = {}
         self.walked: set[int] = set()
         self.calls: Event = {}
+        self.late_hooks: dict[int, Event] = {}
+        self.late_hook_calls: dict[int, Event] = {}
         self.end: Event | None = None
         self.installed: Event = {}
         self.resets = 0
@@ -578,6 +585,10 @@ class ReportBuilder:
                     self._frame(epoch, frame_id, str(code[2]), str(code[0]), int(code[1]))
         elif kind == "calls":
             self.calls = event
+        elif kind == "late_hook":
+            self.late_hooks[int(event["id"])] = event
+        elif kind == "late_hook_calls":
+            self.late_hook_calls[int(event["id"])] = event
         elif kind == "reset":
             self.resets += 1
         elif kind == "internal_error":
@@ -594,6 +605,8 @@ class ReportBuilder:
         guards_by_entry: dict[tuple[int, int, str], list[Event]] = {}
         for key in sorted(self.frames):
             frame = self.frames[key]
+            if frame.path == self.policy.shim_file:
+                continue  # a probe of the hook watch, run around compiled code: Dynamo skips it, nothing to report
             entries: list[Event] = []
             for attempt in sorted(frame.attempts.values(), key=lambda a: a.index):
                 entry = self._entry_json(frame, attempt)
@@ -934,6 +947,10 @@ class ReportBuilder:
 
     # -- the document -------------------------------------------------------------------------------------------------
 
+    def _silent_hooks(self) -> list[Event]:
+        found = (_silent_hook(hook, self.late_hook_calls.get(hook_id)) for hook_id, hook in self.late_hooks.items())
+        return [hook for hook in found if hook is not None]
+
     def _document(
         self, frames: list[Event], recompiles: list[Event], breaks: list[Event], limit_hits: list[Event]
     ) -> Event:
@@ -1000,11 +1017,25 @@ class ReportBuilder:
             "graph_breaks": breaks,
             "limit_hits": limit_hits,
             "warnings": self.warnings,
+            "silent_hooks": self._silent_hooks(),
             "summary": summary,
             "sources_ok": dict(installed.get("sources_ok") or start.get("sources_ok") or {}),
             "missing": missing,
             "findings": [],
         }
+
+
+def _silent_hook(hook: Event, calls: Event | None) -> Event | None:
+    """A late hook that never ran while its compiled module did (unknown, so left out, for a run killed before the
+    counts were written)."""
+    if calls is None or calls.get("fired") or not calls.get("root_calls"):
+        return None
+    keys = ("hook", "path", "line", "module", "root")
+    return {**{key: hook.get(key) for key in keys}, "root_calls": int(calls["root_calls"])}
+
+
+def _is_submodule(module: Any, root: Any) -> bool:
+    return any(child is module for child in root.modules())
 
 
 def _compiled_on_a_miss(attempt: _Attempt) -> bool:
@@ -1327,6 +1358,9 @@ class Collector:
         self.undo: list[Callable[[], None]] = []
         """How to take each installed listener out again (:meth:`detach`), in the order they went in."""
         self.rank_noted = _env_int("RANK") is not None
+        self.late_hooks: list[dict[str, int]] = []
+        """Per hook registered on a submodule of a compiled module after compiling: how often it (and its compiled
+        module) ran since, counted by probes beside it."""
         self.produced: dict[tuple[int, int], list[str]] | None = None
         """(epoch, frame id) → the compile ids that produced a cache entry, in order; kept only on torch before 2.5,
         whose recompile reasons carry no ids (:meth:`_install_reasons_before_2_5`)."""
@@ -1381,6 +1415,7 @@ class Collector:
         self._install("limit_warnings", self._install_limit_handler, "recompile-limit warnings")
         self._install("guard_complete_hook", self._install_guard_hook, "call counts (set_guard_complete_hook)")
         self._install("reset_hook", self._install_reset_hook, "reset epochs (torch._dynamo.reset)")
+        self._install("hook_watch", self._install_hook_watch, "hooks added after compile (register_forward_hook)")
         self._install_reasons_before_2_5()
         if _release(self.torch_version) < (2, 6):
             self._install("graph_break_log", self._install_graph_break_log, "graph breaks (the graph_breaks log)")
@@ -1558,6 +1593,58 @@ class Collector:
                 set_hook(current)
 
         self.undo.append(put_back)
+
+    def _install_hook_watch(self) -> None:
+        """Forward (pre-)hooks registered on a submodule of a module compiled with ``torch.compile(module)`` after
+        something compiled: Dynamo does not guard the hooks of submodules (``skip_nnmodule_hook_guards``), so the
+        compiled code never calls one added later. Only for such a hook, two probes count: one beside it on the
+        submodule (runs when its hooks run), one on the compiled module itself (its hooks run around the compiled
+        code); ``late_hook`` and, at the end, ``late_hook_calls`` events carry them."""
+        torch = self.torch
+        compiled_type = torch._dynamo.eval_frame.OptimizedModule
+        module_type = torch.nn.Module
+        for name in ("register_forward_hook", "register_forward_pre_hook"):
+            original = getattr(module_type, name)
+            setattr(module_type, name, self._watching(original, name, compiled_type))
+            self.undo.append(functools.partial(setattr, module_type, name, original))
+
+    def _watching(self, original: Callable[..., Any], name: str, compiled_type: type) -> Callable[..., Any]:
+        def register(module: Any, *args: Any, **kwargs: Any) -> Any:
+            handle = original(module, *args, **kwargs)
+            try:
+                if self.codes:  # nothing compiled yet: a hook added now is seen by the first compile
+                    self._watch_late_hook(module, name, compiled_type)
+            except Exception as exc:  # the user's hook is registered whatever happens here
+                self.internal_error("hook watch", exc)
+            return handle
+
+        register.__wrapped__ = original  # type: ignore[attr-defined]
+        return register
+
+    def _watch_late_hook(self, module: Any, name: str, compiled_type: type) -> None:
+        import gc  # the compiled modules are found when a late hook is registered, a rare event
+
+        roots: list[Any] = [o for o in gc.get_objects() if issubclass(type(o), compiled_type)]  # no proxy touched
+        root = next((r for r in roots if r._orig_mod is not module and _is_submodule(module, r._orig_mod)), None)
+        if root is None:
+            return
+        counts = {"fired": 0, "root_calls": 0}
+        probe = type(module).register_forward_pre_hook
+        register_pre = getattr(probe, "__wrapped__", probe)  # not through the watch
+        register_pre(module, lambda *_: counts.__setitem__("fired", counts["fired"] + 1))
+        register_pre(root._orig_mod, lambda *_: counts.__setitem__("root_calls", counts["root_calls"] + 1))
+        path, line = self.innermost_user_site()
+        hook_id = len(self.late_hooks)
+        self.late_hooks.append(counts)
+        self.stream.emit(
+            "late_hook",
+            id=hook_id,
+            hook=name.removeprefix("register_"),
+            path=path or None,
+            line=line or None,
+            module=type(module).__name__,
+            root=type(root._orig_mod).__name__,
+        )
 
     def guard_hook_replaced(self) -> bool:
         """Whether the program installed its own guard-complete hook over ours (the slot holds one hook)."""
@@ -1784,6 +1871,8 @@ class Collector:
             sites = [[path, line, count] for (path, line), count in self.miss_sites.items() if path]
             calls = {"hits": self.hits, "misses": self.misses, "miss_sites": sites, "replaced": replaced}
             closing.append(("calls", calls))
+        for hook_id, counts in enumerate(self.late_hooks):
+            closing.append(("late_hook_calls", {"id": hook_id, **counts}))
         duration = round(time.monotonic() - self.started, 3)
         end = {"ended_by": ended_by, "exit_code": exit_code, "error": error, "duration_s": duration}
         closing.append(("end", {**end, "config": self.config_snapshot()}))
