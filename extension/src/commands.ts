@@ -66,7 +66,11 @@ async function askRanks(): Promise<number | undefined> {
   return answer === undefined ? undefined : parseRanks(answer);
 }
 
-async function run(context: CommandContext, test: "file" | "cursor" | "ranks"): Promise<void> {
+/** What a run command runs: the file, the test under the cursor, the file under torchrun, the file with the
+ * guard checks measured (`run --guard-cost`). */
+type RunKind = "file" | "cursor" | "ranks" | "guardCost";
+
+async function run(context: CommandContext, test: RunKind): Promise<void> {
   if (!api.isWorkspaceTrusted()) {
     const choice = await api.showWarningMessage(
       `${DISPLAY_NAME} runs your code to collect real guards, so runs are disabled in an untrusted workspace. ` +
@@ -103,7 +107,7 @@ async function run(context: CommandContext, test: "file" | "cursor" | "ranks"): 
   const uri = document.uri.toString();
   context.runStarted(path.basename(document.uri.fsPath));
   try {
-    const argument = { uri, args: [], test: testId ?? null, processes };
+    const argument = { uri, args: [], test: testId ?? null, processes, guardCost: test === "guardCost" };
     const result = await executeServerCommand(client, ServerCommand.run, argument);
     await context.runFinished(result, uri);
   } catch (error) {
@@ -150,6 +154,7 @@ export function registerCommands(context: CommandContext): Disposable[] {
     api.registerCommand(ClientCommand.runFile, () => run(context, "file")),
     api.registerCommand(ClientCommand.runTest, () => run(context, "cursor")),
     api.registerCommand(ClientCommand.runFileWithRanks, () => run(context, "ranks")),
+    api.registerCommand(ClientCommand.runFileMeasuringGuards, () => run(context, "guardCost")),
     api.registerCommand(ClientCommand.showLastReport, () => showLastReport(context)),
     api.registerCommand(ClientCommand.clear, () => clear(context)),
     api.registerCommand(ClientCommand.restart, () => context.restart("restart requested")),

@@ -35,6 +35,7 @@ export const ClientCommand = {
   runFile: "dynamoLens.runFile",
   runTest: "dynamoLens.runTest",
   runFileWithRanks: "dynamoLens.runFileWithRanks",
+  runFileMeasuringGuards: "dynamoLens.runFileMeasuringGuards",
   showLastReport: "dynamoLens.showLastReport",
   clear: "dynamoLens.clear",
   restart: "dynamoLens.restart",

@@ -334,3 +334,20 @@ def test_a_hook_added_after_compile_that_never_ran_is_reported_at_its_line(
             "module ran 3 times after it was added"
         )
         assert message.endswith("(confirmed: the hook ran 0 of 3 compiled calls, as DL401 predicted)")
+
+
+@pytest.mark.slow
+def test_global_hooks_firing_for_the_compiled_wrapper_are_reported_at_the_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "global_hook.py"
+    script.write_text((REPO / "tests" / "fixtures" / "runtime" / "global_hook.py").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--report", "r.json", "--format", "json", "global_hook.py"]) == 0
+    captured = capfd.readouterr()
+    assert "hook fired 3 times per eager call, 4 per compiled call" in captured.err  # what DL507 says, counted
+    [(line, message)] = [
+        (f["line"], f["message"]) for f in json.loads(captured.out)["findings"] if f["code"] == "DL507"
+    ]
+    assert line == 17  # `compiled(x)`, where torch's warning points
+    assert message.startswith("the global module hooks fire an extra time at each call here")

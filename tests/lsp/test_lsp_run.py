@@ -315,3 +315,43 @@ async def test_a_run_with_a_bad_number_of_processes_is_refused(lsp: StartServer,
     session.open(path)
     with pytest.raises(Exception, match="processes must be a positive number of ranks, got 0"):
         await run(session, path, processes=0)
+
+
+async def test_a_guard_cost_run_shows_the_checks_and_its_fix_is_verified_by_a_rerun(
+    lsp: StartServer, workspace: Path
+) -> None:
+    source = (Path(__file__).resolve().parents[1] / "fixtures" / "runtime" / "guard_cost_many_modules.py").read_text()
+    path = workspace / "mixture.py"
+    path.write_text(source, encoding="utf-8")
+    lines = source.splitlines()
+    compile_line = lines.index('model = torch.compile(Mixture(), backend="eager")')
+    session = await lsp(workspace)
+    session.open(path)
+    await session.diagnostics(path, 1)
+    before = await run(session, path, guardCost=True)
+    assert before["guardCheckUs"] > 0
+    [costly] = [d for d in runtime(await session.diagnostics(path)) if d.code == "DL506"]
+    assert costly.range.start.line == compile_line
+    text = await hover(session, path, lines.index("class Mixture(nn.Module):"), 7)
+    assert "#### Guard checks per call (steady state, measured with torch.profiler)" in text
+    assert re.search(r"- entry 0/0: guard checks [\d.]+ µs per call \(\d+% of", text)
+
+    [fix] = [a for a in await session.code_actions(path, costly) if a.title.startswith("Skip the guards")]
+    assert fix.edit is not None and fix.edit.changes is not None
+    [edit] = fix.edit.changes[uri(path)]
+    row = lines[compile_line]
+    lines[compile_line] = row[: edit.range.start.character] + edit.new_text + row[edit.range.start.character :]
+    fixed = "\n".join(lines) + "\n"
+    session.change(path, fixed)
+    path.write_text(fixed, encoding="utf-8")
+    lenses = await session.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri(path)))
+    )
+    [verify] = [lens.command for lens in lenses or () if lens.command and lens.command.title == "↻ Re-run to verify"]
+    assert verify.arguments is not None and verify.arguments[0]["guardCost"] is True
+    after = await run(session, path, **{k: v for k, v in verify.arguments[0].items() if k != "uri"})
+    assert after["guardCheckUs"] * 2 <= before["guardCheckUs"]
+    assert after["verify"]["text"] == (
+        f"guard checks {before['guardCheckUs']:.1f} µs → {after['guardCheckUs']:.1f} µs per call"
+    )
+    assert not [d for d in runtime(await session.diagnostics(path)) if d.code == "DL506"]

@@ -83,6 +83,12 @@ def add_parser(subparsers: Any) -> None:
         help="also keep Dynamo's structured trace in DIR (open it with tlparse)",
     )
     parser.add_argument(
+        "--guard-cost",
+        action="store_true",
+        help="also measure what checking guards costs per call, with torch.profiler (torch 2.6 and later; the run is "
+        "slower, and the figures are steady-state medians)",
+    )
+    parser.add_argument(
         "-m",
         dest="module",
         nargs=argparse.REMAINDER,
@@ -142,6 +148,7 @@ def handle(args: argparse.Namespace) -> int:
         python=args.python,
         timeout_s=args.timeout,
         torch_trace_dir=args.torch_trace,
+        guard_cost=args.guard_cost,
         on_stdout=passthrough(sys.stderr if machine else sys.stdout),
         on_stderr=passthrough(sys.stderr),
     )
@@ -268,6 +275,7 @@ def render_text(
             lines.append(f"in all: {report.counts().describe()}")
         elif not report.ranks:
             lines.append("no frame was compiled" + ("" if report.frames else " (torch.compile never ran)"))
+        lines += guard_cost_lines(report)
         lines += _skipped_frames(report)
         if report.ranks:
             lines += rank_table(report.ranks)
@@ -283,6 +291,19 @@ def render_text(
     if report is not None or outcome.report_path.exists():
         lines.append(f"report: {_display(str(outcome.report_path))}")
     return "\n".join(lines)
+
+
+def guard_cost_lines(report: RunReport, display: Callable[[str], str] | None = None) -> list[str]:
+    """Per measured cache entry what its guard checks cost (``run --guard-cost``)."""
+    from dynamo_lens.runtime import guard_cost
+    from dynamo_lens.runtime.attribution import frame_label
+
+    display = display or _display
+    return [
+        f"`{frame_label(m.frame)}` {display(m.frame.path)}:{m.frame.line} entry {m.entry.compile_id}: "
+        f"{guard_cost.describe(m.entry, m.cost)}"
+        for m in guard_cost.measured(report)
+    ]
 
 
 def _skipped_frames(report: RunReport, prefix: str = "") -> list[str]:

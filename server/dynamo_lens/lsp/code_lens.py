@@ -92,7 +92,7 @@ def verify_lenses(result: RunResult, lenses: Sequence[types.CodeLens]) -> list[t
     """One "Re-run to verify" above the first lens (or the top of the file)."""
     request = result.request
     arguments: dict[str, object] = {"uri": request.uri, "args": list(request.args), "test": request.test}
-    arguments |= {"verify": True, "processes": request.processes}
+    arguments |= {"verify": True, "processes": request.processes, "guardCost": request.guard_cost}
     line = min((lens.range.start.line for lens in lenses), default=0)
     return [_lens(line, "↻ Re-run to verify", RUN, arguments)]
 

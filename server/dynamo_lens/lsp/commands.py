@@ -1,6 +1,7 @@
 """``workspace/executeCommand``: run with instrumentation, show the last report, clear results, show guards.
 
-``dynamoLens.run`` with ``[{"uri", "args", "test", "verify"}]`` runs the file (or ``-m pytest <test>``) in the
+``dynamoLens.run`` with ``[{"uri", "args", "test", "verify", "processes", "guardCost"}]`` runs the file (or
+``-m pytest <test>``, or under ``torchrun``; ``guardCost`` also measures the guard checks per call) in the
 selected interpreter through ``runtime.runner`` in a worker thread, with a cancellable ``window/workDoneProgress``
 (cancelling kills the run's whole process group). One run per workspace at a time; a second is refused with a clear
 error, as is any run in an untrusted workspace or with runtime analysis disabled. When it ends, the runtime findings
@@ -106,7 +107,12 @@ def parse_run_request(server: DynamoLensServer, arguments: tuple[Any, ...]) -> R
     if processes > 1 and test is not None:
         raise JsonRpcInvalidParams(f"{RUN}: a test runs in one process; leave out processes")
     verify = bool(argument.get("verify"))
-    return RunRequest(uri=uri, path=path, args=tuple(args), test=test, verify=verify, processes=processes)
+    guard_cost = argument.get("guardCost", False)
+    if not isinstance(guard_cost, bool):
+        raise JsonRpcInvalidParams(f"{RUN}: guardCost must be true or false, got {guard_cost!r}")
+    return RunRequest(
+        uri=uri, path=path, args=tuple(args), test=test, verify=verify, processes=processes, guard_cost=guard_cost
+    )
 
 
 async def run_instrumented(server: DynamoLensServer, request: RunRequest, report_path: Path) -> dict[str, Any]:
@@ -133,6 +139,7 @@ async def run_instrumented(server: DynamoLensServer, request: RunRequest, report
             python=interpreter(server),
             cwd=root,
             timeout_s=server.settings.run_timeout,
+            guard_cost=request.guard_cost,
             cancel=cancel,
             on_stdout=_output_sink(server, "stdout"),
             on_stderr=_output_sink(server, "stderr"),

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from dynamo_lens.lsp.compiled import TIMES, Observed, Place
 from dynamo_lens.model import Finding
+from dynamo_lens.runtime.guard_cost import describe
 from dynamo_lens.runtime.guard_diff import (
     NOISE_KINDS,
     EntryDiff,
@@ -61,6 +62,10 @@ def render_observed(place: Place, seen: Observed, report: RunReport) -> str:
         latest = next((e for e in reversed(frame.cache_entries) if e.produced_code and e.guards), None)
         if latest is not None:
             parts.append(render_guards(latest, len(frame.cache_entries)))
+        costs = [f"- entry {e.compile_id}: {describe(e, e.guard_cost)}" for e in frame.cache_entries if e.guard_cost]
+        if costs:
+            parts.append("#### Guard checks per call (steady state, measured with torch.profiler)")
+            parts.extend(costs)
         history = render_history(frame, [r for r in seen.recompiles if r.frame.name == frame.name])
         if history:
             parts.append("#### Recompiles (what failed → what the new entry guards)")

@@ -29,6 +29,8 @@ class RunRequest:
     verify: bool = False
     processes: int = 1
     """More than 1: run the file under ``torchrun`` with that many ranks on this machine."""
+    guard_cost: bool = False
+    """Measure the guard checks per call (``run --guard-cost``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,8 @@ class RunStore:
 
 def summarise(outcome: RunOutcome, uri: str) -> dict[str, Any]:
     """The ``dynamoLens/runFinished`` payload and the command's answer."""
+    from dynamo_lens.runtime.guard_cost import mean_lookup_us
+
     report = outcome.report
     processes = (report, *report.ranks) if report is not None else ()  # a multi-process run: every rank's counts
     counts = sum((process.counts() for process in processes[1:]), processes[0].counts()) if processes else None
@@ -100,6 +104,7 @@ def summarise(outcome: RunOutcome, uri: str) -> dict[str, Any]:
         "recompiles": counts.recompiles if counts else 0,
         "graphBreaks": counts.graph_breaks if counts else 0,
         "limitHits": counts.limit_hits if counts else 0,
+        "guardCheckUs": mean_lookup_us(processes),
         "cancelled": outcome.cancelled,
         "timedOut": outcome.timed_out,
         "error": run_problem(outcome),
@@ -125,11 +130,14 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     for key, label in (("recompiles", "recompiles"), ("graphBreaks", "graph breaks"), ("compiles", "compiles")):
         if before.get(key) != after.get(key):
             parts.append(f"{label} {before.get(key)} → {after.get(key)}")
+    checks = before.get("guardCheckUs"), after.get("guardCheckUs")
+    if checks[0] is not None and checks[1] is not None and checks[0] != checks[1]:
+        parts.append(f"guard checks {checks[0]:.1f} µs → {checks[1]:.1f} µs per call")
     if before.get("limitHits") and not after.get("limitHits"):
         parts.append("limit no longer hit")
     elif not before.get("limitHits") and after.get("limitHits"):
         parts.append("limit now hit")
-    keys = ("compiles", "recompiles", "graphBreaks", "limitHits")
+    keys = ("compiles", "recompiles", "graphBreaks", "limitHits", "guardCheckUs")
     return {
         "before": {k: before.get(k) for k in keys},
         "after": {k: after.get(k) for k in keys},

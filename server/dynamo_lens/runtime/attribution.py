@@ -12,6 +12,10 @@ Where a finding goes (DESIGN.md §2):
 * A graph break (DL503) sits where Dynamo stopped tracing, in user code.
 * A hook added to a compiled module's submodule after the compile that never ran (DL505) sits on the line that
   registered it.
+* Guard checks that take a real part of each call (DL506, runs with ``--guard-cost``) sit on the user's line that
+  asked for the compile, else on the compiled ``def``.
+* Global module hooks firing an extra time for a ``torch.compile(module)`` wrapper (DL507) sit on the call torch's
+  warning names.
 * A multi-process run has the findings of every rank, each once with the ranks it was seen on, and DL504 where the
   ranks compiled differently: on the line of the guard that failed on the rank that recompiled.
 
@@ -30,6 +34,7 @@ from pathlib import Path
 
 from dynamo_lens.codes import confirmations, get_rule
 from dynamo_lens.model import Finding, Related, Severity, Span, plural
+from dynamo_lens.runtime import guard_cost
 from dynamo_lens.runtime.guard_diff import (
     GLOBAL_STATE_KEY,
     LENGTH_KINDS,
@@ -57,6 +62,10 @@ LIMIT_HIT = "DL502"
 GRAPH_BREAK = "DL503"
 RANKS_DIVERGED = "DL504"
 HOOK_NEVER_RAN = "DL505"
+GUARD_CHECKS_COSTLY = "DL506"
+GLOBAL_HOOK_FIRED_EXTRA = "DL507"
+EXTRA_HOOK_WARNING = "Using `torch.compile(module)` when there are global hooks on modules"
+"""How torch 2.8+ starts the warning it gives at a call of an ``OptimizedModule`` while global hooks exist."""
 
 
 NO_REASON = "the reason was not recorded"
@@ -102,6 +111,8 @@ def _of_one_process(report: RunReport, lines: _SourceLines) -> list[Finding]:
         *_limit_hits(report, lines),
         *_graph_breaks(report, lines),
         *_silent_hooks(report, lines),
+        *_costly_guards(report, lines),
+        *_extra_hook_calls(report, lines),
     ]
 
 
@@ -557,6 +568,52 @@ def _silent_hooks(report: RunReport, lines: _SourceLines) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# DL506
+
+
+def _costly_guards(report: RunReport, lines: _SourceLines) -> list[Finding]:
+    findings = []
+    for found in guard_cost.measured(report):
+        if not found.costly:
+            continue
+        frame, entry = found.frame, found.entry
+        at = entry.compiled_at
+        message = (
+            f"{guard_cost.describe(entry, found.cost)} in compiled `{frame_label(frame)}` (entry {entry.compile_id}):"
+            " Dynamo checks every guard of the entry before each call; dropping guards that cannot change "
+            "(`guard_filter_fn`) makes the calls cheaper"
+        )
+        data = {"compile_id": entry.compile_id, **found.cost.to_json(), "guard_count": entry.guard_count}
+        if at is None:
+            findings.append(_finding(GUARD_CHECKS_COSTLY, lines.span(frame.path, frame.line), message, (), data))
+            continue
+        related = [_def_related(frame, lines, f"`{frame_label(frame)}` is compiled here")]
+        finding = _finding(GUARD_CHECKS_COSTLY, lines.span(at.path, at.line, ["torch.compile"]), message, related, data)
+        source = lines.source(at.path)
+        fix = guard_cost.guard_filter_fix(at.path, at.line, source) if source is not None else None
+        findings.append(replace(finding, fixes=(fix,)) if fix is not None else finding)
+    return findings
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# DL507
+
+
+def _extra_hook_calls(report: RunReport, lines: _SourceLines) -> list[Finding]:
+    findings = []
+    for warning in report.warnings:
+        if not warning.message.startswith(EXTRA_HOOK_WARNING) or warning.path is None or warning.line is None:
+            continue
+        message = (
+            "the global module hooks fire an extra time at each call here: the module was wrapped with "
+            "`torch.compile(module)`, and its `OptimizedModule` wrapper is a module of its own that runs them too "
+            "(torch warned during the run; DL402 predicts it); compile in place with `module.compile()` instead"
+        )
+        findings.append(_finding(GLOBAL_HOOK_FIRED_EXTRA, lines.span(warning.path, warning.line), message, (), {}))
+    return findings
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # DL504
 
 
@@ -639,14 +696,20 @@ class _SourceLines:
         self._files: dict[str, list[str] | None] = {}
         self._read = read or _read_text
 
-    def text(self, path: str, line: int) -> str | None:
+    def source(self, path: str) -> str | None:
+        """The whole file, as read for :meth:`text`."""
         if path not in self._files:
             content = self._read(path)
-            self._files[path] = None if content is None else content.splitlines()
+            self._files[path] = None if content is None else content.splitlines(keepends=True)
+        lines = self._files[path]
+        return None if lines is None else "".join(lines)
+
+    def text(self, path: str, line: int) -> str | None:
+        self.source(path)
         lines = self._files[path]
         if lines is None or not 1 <= line <= len(lines):
             return None
-        return lines[line - 1]
+        return lines[line - 1].rstrip("\r\n")
 
     def span(self, path: str, line: int, needles: Sequence[str] = ()) -> Span:
         """The first needle found on the line (``self.steps``, then ``self.<last attribute>``), else the line's

@@ -34,7 +34,7 @@ def mark_dynamic_fix(guard_text: str, def_path: str, def_line: int, call_path: s
     name, dim = found["name"], int(found["dim"])
     definition = _parse(def_path)
     calling = definition if call_path == def_path else _parse(call_path)
-    if definition is None or calling is None or not _imports_torch(calling):
+    if definition is None or calling is None or not imports_torch(calling):
         return None
     position = _parameter_position(definition, def_line, name)
     if position is None:
@@ -62,7 +62,8 @@ def _parse(path: str) -> ast.Module | None:
         return None
 
 
-def _imports_torch(module: ast.Module) -> bool:
+def imports_torch(module: ast.Module) -> bool:
+    """``import torch`` at the module level: a fix may write ``torch.…`` in this file."""
     return any(
         isinstance(node, ast.Import) and any(alias.name == "torch" and alias.asname is None for alias in node.names)
         for node in module.body

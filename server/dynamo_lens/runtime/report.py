@@ -117,12 +117,35 @@ class Guard(_Record):
 
 
 @dataclass(frozen=True, slots=True)
+class GuardCost(_Record):
+    """What checking a cache entry's guards cost per call, in steady state (``dynamo-lens run --guard-cost``).
+
+    Measured as PyTorch documents: ``torch.profiler``'s ``TorchDynamo Cache Lookup`` event, paired with the
+    ``Torch-Compiled Region`` of the entry it chose; ``lookup_us`` and ``call_us`` are medians over the ``calls``
+    that hit this entry (the lookup includes the entries tried before it), ``call_us`` the compiled call itself.
+    Measured under the profiler, which slows the operators in ``call_us`` more than the guard checks.
+    """
+
+    calls: int
+    lookup_us: float
+    call_us: float
+
+    @property
+    def share(self) -> float:
+        """The guard checks' part of a call: lookup / (lookup + call)."""
+        total = self.lookup_us + self.call_us
+        return self.lookup_us / total if total > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class CacheEntry(_Record):
     """One compile attempt of a frame and, when it produced code, the guards of the cache entry it installed.
 
     ``call_site`` is the user's call that made Dynamo compile (the last user frame of ``call_stack``).
     ``fail_count`` is how often the live entry's guards rejected a call (``None`` when unknown).
     ``guards_omitted`` counts guards left out because the entry exceeded the shim's per-entry cap.
+    ``compiled_at`` is the user's line that asked for the compile (``torch.compile(...)``, ``.compile()``, the
+    decorator); ``guard_cost`` is set in runs that measured it.
     """
 
     compile_id: str
@@ -140,6 +163,8 @@ class CacheEntry(_Record):
     guards_from: GuardsFrom = "none"
     guards: tuple[Guard, ...] = ()
     guards_omitted: int = 0
+    compiled_at: StackFrame | None = None
+    guard_cost: GuardCost | None = None
 
     @property
     def produced_code(self) -> bool:

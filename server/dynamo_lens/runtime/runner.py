@@ -108,15 +108,21 @@ def build_command(python: str, target: Target, report_path: Path, torch_trace_di
     return [*command, "--", *target.argv]
 
 
-def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+def child_environment(base: Mapping[str, str] | None = None, *, guard_cost: bool = False) -> dict[str, str]:
     """The environment of the user's run: ``base`` (default ``os.environ``) without our own libraries.
 
     The editor extension puts the server and its bundled libraries (pygls, lsprotocol, ...) on the server's path;
     none of that may reach the user's interpreter, where it could shadow the user's own packages. ``PYTHONPATH``
     entries that hold a copy of ``dynamo_lens``, or that are the directory this process loaded ``dynamo_lens``,
     pygls or lsprotocol from (unless that is an ordinary site-packages directory), are removed; the rest is kept.
+    The guard-cost switch is set only when ``guard_cost`` asks for it, never inherited.
     """
+    from dynamo_lens.runtime.shim import GUARD_COST_ENV
+
     env = dict(os.environ if base is None else base)
+    env.pop(GUARD_COST_ENV, None)
+    if guard_cost:
+        env[GUARD_COST_ENV] = "1"
     entries = env.get("PYTHONPATH", "").split(os.pathsep)
     kept = [e for e in entries if e and not _is_our_library_dir(e)]
     if kept:
@@ -196,13 +202,15 @@ def run(
     on_stdout: OutputSink | None = None,
     on_stderr: OutputSink | None = None,
     torch_trace_dir: Path | None = None,
+    guard_cost: bool = False,
     grace_s: float = DEFAULT_GRACE_S,
 ) -> RunOutcome:
     """Run ``target`` under the shim and return what happened; never raises for problems of the user's program.
 
     Output goes to ``on_stdout``/``on_stderr`` (default: our own stdout/stderr) as it is produced. The child's stdin
     is ``/dev/null``: the language server's stdin is the protocol stream and must never be read by a user script.
-    Ctrl-C (KeyboardInterrupt) in the caller stops the run like a cancellation.
+    Ctrl-C (KeyboardInterrupt) in the caller stops the run like a cancellation. ``guard_cost`` runs every process
+    under ``torch.profiler`` to measure the guard checks per call (slower; see the shim).
     """
     started = time.monotonic()
     work_dir = (cwd or Path.cwd()).resolve()
@@ -244,7 +252,7 @@ def run(
         process = subprocess.Popen(
             command,
             cwd=work_dir,
-            env=recording_workers(child_environment(env), workers),
+            env=recording_workers(child_environment(env, guard_cost=guard_cost), workers),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -25,7 +25,10 @@ How it collects, without touching Dynamo's per-call (cache-hit) path:
    (cache hits and misses, from which the calls that silently ran eagerly are estimated);
 5. ``nn.Module.register_forward_hook`` / ``register_forward_pre_hook`` wrapped: a hook added to a submodule of a
    compiled module after a compile gets two counting probes (``late_hook`` events), the only per-call cost, and
-   only for such hooks.
+   only for such hooks;
+6. only when asked (``DYNAMO_LENS_GUARD_COST=1``, ``dynamo-lens run --guard-cost``): ``torch.profiler`` over the
+   run, from whose ``TorchDynamo Cache Lookup`` events the steady-state guard-check time per call of each cache
+   entry is measured (``guard_cost`` events). This one adds the profiler's cost to every operator of the program.
 
 Every private API is feature-checked; what is unavailable is named in the report's ``missing`` list.
 
@@ -34,7 +37,7 @@ Everything observed becomes an *event* (a small JSON object) that is kept in mem
 SIGKILL still leaves everything up to that point, and :func:`rebuild_report` turns the stream into a report with
 ``complete: false``. Event lines are ``{"ev": <kind>, "epoch": <reset epoch>, ...}`` with kinds ``start``,
 ``process``, ``installed``, ``compile_start``, ``guard_tree``, ``guard_export``, ``metrics``, ``recompile_reasons``,
-``graph_break``, ``limit``, ``cache_entries``, ``calls``, ``reset``, ``internal_error`` and ``end``.
+``graph_break``, ``limit``, ``cache_entries``, ``calls``, ``guard_cost``, ``reset``, ``internal_error`` and ``end``.
 
 Set ``DYNAMO_LENS_SHIM_DISABLE`` to a comma-separated list of source names (``trace``, ``bytecode_hook``,
 ``cache_entries``, ``guard_export``, ``limit_warnings``, ``guard_complete_hook``, ``reset_hook``, ``hook_watch``) to
@@ -54,6 +57,7 @@ import os
 import re
 import runpy
 import signal
+import statistics
 import sys
 import sysconfig
 import threading
@@ -74,6 +78,13 @@ WORKERS_ENV = "DYNAMO_LENS_WORKERS"
 SHIM_ENV = "DYNAMO_LENS_SHIM"
 """Set by the runner to this file's path, for the bootstrap ``sitecustomize`` of worker processes."""
 RECORDED_PARENT_ENV = "DYNAMO_LENS_RECORDED_PARENT"
+GUARD_COST_ENV = "DYNAMO_LENS_GUARD_COST"
+"""``1``: measure the guard-check time per call with ``torch.profiler`` (inherited by every process of the run)."""
+LOOKUP_EVENT = "TorchDynamo Cache Lookup"  # the profiler event around a frame's guard checks (eval_frame, C++)
+REGION_EVENT = "Torch-Compiled Region: "  # + compile id: the run of the cache entry the lookup chose (torch >= 2.6)
+HIT_GAP_NS = 1_000_000
+"""A lookup followed by its entry's region within this gap hit; a longer gap is a miss that compiled (milliseconds
+at the least), whose lookup is no steady-state figure."""
 """Set by a recorded worker for the processes it starts: the ``RANK`` they inherit is not theirs."""
 
 # Caps for pathological programs; every cap that applies is reported (``guards_omitted``, ``missing``).
@@ -108,7 +119,7 @@ CONFIG_KEYS = (
     "capture_dynamic_output_shape_ops",
 )
 
-SOURCES = (
+SOURCES = (  # what every run installs; ``guard_cost`` only when asked
     "trace",
     "bytecode_hook",
     "cache_entries",
@@ -393,6 +404,9 @@ class _Attempt:
         self.call_stack: list[Loc] = []
         self.tree: list[list[str]] | None = None
         self.export: list[Event] | None = None
+        self.compiled_at: Loc | None = None
+        """The user's line that called ``torch.compile`` (or ``.compile()``, or applied the decorator)."""
+        self.guard_cost: Event | None = None
         self.metrics: Event | None = None
         self.live: Event | None = None
         self._export_index: tuple[dict[str, Loc], dict[str, Loc]] | None = None
@@ -561,7 +575,14 @@ class ReportBuilder:
             if owner is not None and kind == "guard_tree":
                 owner.attempt(compile_id).tree = event.get("guards") or []
             elif owner is not None:
-                owner.attempt(compile_id).export = event.get("guards") or []
+                attempt = owner.attempt(compile_id)
+                attempt.export = event.get("guards") or []
+                attempt.compiled_at = event.get("compiled_at") or attempt.compiled_at
+        elif kind == "guard_cost":
+            for entry_id, cost in (event.get("entries") or {}).items():
+                owner = self._frame_of(epoch, entry_id)
+                if owner is not None and entry_id in owner.attempts:
+                    owner.attempt(entry_id).guard_cost = cost
         elif kind == "recompile_reasons":
             self.reasons.setdefault((epoch, compile_id), list(event.get("reasons") or []))
             owner = self._frame_of(epoch, compile_id)
@@ -670,6 +691,8 @@ class ReportBuilder:
             "restart_reasons": [str(r)[:MAX_REASON_TEXT] for r in metrics.get("restart_reasons") or []],
             "call_site": _loc_json(call_stack[-1]) if call_stack else None,
             "call_stack": [_loc_json(loc) for loc in call_stack],
+            "compiled_at": _loc_json(attempt.compiled_at),
+            "guard_cost": attempt.guard_cost,
             "alive_at_exit": live is not None if frame.epoch in self.walked else None,
             "invalidated": live.get("invalidated") if live else None,
             "fail_count": live.get("fail_count") if live else None,
@@ -1059,6 +1082,41 @@ def _sort_id(compile_id: str) -> tuple[int, ...]:
         return (0,)
 
 
+def guard_costs(events: Iterable[tuple[int, int, int, str]]) -> dict[str, Event]:
+    """The steady-state guard-check time per cache entry from profiler events ``(thread, start_ns, duration_ns,
+    name)``: a ``TorchDynamo Cache Lookup`` followed on its thread, within :data:`HIT_GAP_NS`, by the ``Torch-Compiled
+    Region`` of an entry is a call that hit that entry. A frame called from compiled code (a resume function) makes
+    its lookup inside the region of its caller, so the events are paired in order of their start.
+
+    Returns compile id → ``{"calls", "lookup_us", "call_us"}``: the hits measured, and the median time of their
+    guard checks and of the call itself (the region: the compiled code and what it calls)."""
+    by_thread: dict[int, list[tuple[int, int, str]]] = {}
+    for thread, start, duration, name in events:
+        if name == LOOKUP_EVENT or name.startswith(REGION_EVENT):
+            by_thread.setdefault(thread, []).append((start, duration, name))
+    samples: dict[str, tuple[list[int], list[int]]] = {}
+    for found in by_thread.values():
+        found.sort()
+        lookup: tuple[int, int] | None = None
+        for start, duration, name in found:
+            if name == LOOKUP_EVENT:
+                lookup = (start, duration)
+                continue
+            if lookup is not None and 0 <= start - (lookup[0] + lookup[1]) <= HIT_GAP_NS:
+                lookups, regions = samples.setdefault(name[len(REGION_EVENT) :], ([], []))
+                lookups.append(lookup[1])
+                regions.append(duration)
+            lookup = None
+    return {
+        entry: {
+            "calls": len(lookups),
+            "lookup_us": round(statistics.median(lookups) / 1000, 3),
+            "call_us": round(statistics.median(regions) / 1000, 3),
+        }
+        for entry, (lookups, regions) in samples.items()
+    }
+
+
 def build_report(events: list[Event]) -> Event:
     """The report document for a list of events (pure; no torch needed)."""
     return ReportBuilder(events).build()
@@ -1361,6 +1419,9 @@ class Collector:
         self.late_hooks: list[dict[str, int]] = []
         """Per hook registered on a submodule of a compiled module after compiling: how often it (and its compiled
         module) ran since, counted by probes beside it."""
+        self.guard_cost_asked = os.environ.get(GUARD_COST_ENV) == "1"
+        self.profiler: Any = None
+        """The ``torch.profiler.profile`` measuring guard checks (only when asked), restarted at each reset."""
         self.produced: dict[tuple[int, int], list[str]] | None = None
         """(epoch, frame id) → the compile ids that produced a cache entry, in order; kept only on torch before 2.5,
         whose recompile reasons carry no ids (:meth:`_install_reasons_before_2_5`)."""
@@ -1416,6 +1477,8 @@ class Collector:
         self._install("guard_complete_hook", self._install_guard_hook, "call counts (set_guard_complete_hook)")
         self._install("reset_hook", self._install_reset_hook, "reset epochs (torch._dynamo.reset)")
         self._install("hook_watch", self._install_hook_watch, "hooks added after compile (register_forward_hook)")
+        if self.guard_cost_asked:
+            self._install("guard_cost", self._install_guard_cost, "guard cost (torch.profiler's cache lookups)")
         self._install_reasons_before_2_5()
         if _release(self.torch_version) < (2, 6):
             self._install("graph_break_log", self._install_graph_break_log, "graph breaks (the graph_breaks log)")
@@ -1553,9 +1616,11 @@ class Collector:
 
         def optimize(*args: Any, **kwargs: Any) -> Any:
             user_fn = kwargs.get("guard_export_fn")
+            stack = collector.user_call_stack()
+            compiled_at = stack[-1] if stack else None
 
             def export(guards: Any) -> None:
-                collector.export_guards(guards)
+                collector.export_guards(guards, compiled_at)
                 if user_fn is not None:
                     user_fn(guards)
 
@@ -1593,6 +1658,45 @@ class Collector:
                 set_hook(current)
 
         self.undo.append(put_back)
+
+    def _install_guard_cost(self) -> None:
+        """Profile the run (CPU events) for :meth:`emit_guard_cost`: the documented way to see guard overhead."""
+        if _release(self.torch_version) < (2, 6):
+            raise RuntimeError("its profiler does not name the cache entry a lookup chose (torch 2.6 does)")
+        self._start_profiler()
+        self.undo.append(self._drop_profiler)
+
+    def _start_profiler(self) -> None:
+        from torch.profiler import ProfilerActivity, profile
+
+        profiler = profile(activities=[ProfilerActivity.CPU])
+        profiler.start()
+        self.profiler = profiler
+
+    def _drop_profiler(self) -> None:
+        """Stop profiling without a figure (the recording ends before the program does)."""
+        self._stop_profiler()
+
+    def _stop_profiler(self) -> list[tuple[int, int, int, str]]:
+        profiler, self.profiler = self.profiler, None
+        if profiler is None:
+            return []
+        profiler.stop()
+        return [
+            (e.start_thread_id(), e.start_ns(), e.duration_ns(), e.name())
+            for e in profiler.profiler.kineto_results.events()
+        ]
+
+    def emit_guard_cost(self, *, restart: bool) -> None:
+        """The guard cost of the epoch that ends (at exit, or at a reset: then the profiler starts again)."""
+        if self.profiler is None:
+            return
+        try:
+            self.stream.emit("guard_cost", entries=guard_costs(self._stop_profiler()))
+            if restart:
+                self._start_profiler()
+        except Exception as exc:
+            self.internal_error("guard cost", exc)
 
     def _install_hook_watch(self) -> None:
         """Forward (pre-)hooks registered on a submodule of a module compiled with ``torch.compile(module)`` after
@@ -1699,6 +1803,7 @@ class Collector:
         original = dynamo.reset
 
         def reset(*args: Any, **kwargs: Any) -> Any:
+            self.emit_guard_cost(restart=True)
             self.walk_cache_entries()
             result = original(*args, **kwargs)
             self.stream.epoch += 1
@@ -1740,7 +1845,7 @@ class Collector:
         frames.reverse()
         return frames[-MAX_STACK:]
 
-    def export_guards(self, guards: Any) -> None:
+    def export_guards(self, guards: Any, compiled_at: Loc | None = None) -> None:
         try:
             compile_id = self.torch._guards.CompileContext.current_compile_id()
             out: list[Event] = []
@@ -1759,7 +1864,13 @@ class Collector:
                         "user": _innermost_user(stack, self.policy),
                     }
                 )
-            self.stream.emit("guard_export", compile_id=str(compile_id), guards=out, omitted=max(0, total - len(out)))
+            self.stream.emit(
+                "guard_export",
+                compile_id=str(compile_id),
+                guards=out,
+                omitted=max(0, total - len(out)),
+                compiled_at=compiled_at,
+            )
         except Exception as exc:
             self.internal_error("guard export", exc)
 
@@ -1837,6 +1948,7 @@ class Collector:
                 return
             self.finished = True
         try:
+            self.emit_guard_cost(restart=False)
             self.note_rank()
             if not self.installed and "torch._dynamo" in sys.modules:
                 self.internal_error(
