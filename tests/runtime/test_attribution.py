@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dynamo_lens.model import Finding, Related, Severity, Span
+from dynamo_lens.model import Edit, Finding, Related, Severity, Span
 from dynamo_lens.runtime.attribution import findings_from_report, frame_stats, merge_findings
 from dynamo_lens.runtime.guard_diff import (
     diff_entries,
@@ -670,25 +670,52 @@ SHAPES = """
         model(batch)
 """
 SHAPES_CALL = 13
+SHAPES_COMPILE = 10
+
+
+def _applied(source: str, edit: Edit) -> str:
+    """``source`` with one edit made, as the editor applies it."""
+    lines = textwrap.dedent(source).splitlines(keepends=True)
+    start = sum(len(line) for line in lines[: edit.span.line - 1]) + edit.span.column - 1
+    end = sum(len(line) for line in lines[: edit.span.end_line - 1]) + edit.span.end_column - 1
+    text = "".join(lines)
+    return text[:start] + edit.new_text + text[end:]
 
 
 @pytest.mark.slow
-def test_the_mark_dynamic_fix_takes_a_size_recompile_to_one_compile(tmp_path: Path) -> None:
-    """The fix DL501 offers for `tensor 'x' size mismatch`, applied as the editor would, then re-run."""
+def test_the_fixes_of_a_size_recompile_take_it_to_one_compile(tmp_path: Path) -> None:
+    """The fixes DL501 offers for `tensor 'x' size mismatch`, each applied as the editor would, then re-run."""
     before = _run_real(tmp_path, SHAPES)
     [recompiled] = [f for f in before.findings if f.code == "DL501"]
     assert (recompiled.span.line, before.counts().compiles, before.counts().limit_hits) == (SHAPES_CALL, 8, 1)
     # the guard is the user's own line: named once, as the related location, not again as an absolute "inside" path
     assert "`x` guarded here" in [r.message for r in recompiled.related]
-    [fix] = recompiled.fixes
-    assert fix.title == "Mark `batch` dimension 0 dynamic before this call (`mark_dynamic`)" and not fix.safe
-    [edit] = fix.edits
+    marked, dynamic = recompiled.fixes
+    assert marked.title == "Mark `batch` dimension 0 dynamic before this call (`mark_dynamic`)" and not marked.safe
+    [edit] = marked.edits
     assert (edit.span.line, edit.span.column, edit.new_text) == (
         SHAPES_CALL,
         1,
         "    torch._dynamo.mark_dynamic(batch, 0)\n",
     )
-    lines = textwrap.dedent(SHAPES).splitlines(keepends=True)
-    lines.insert(edit.span.line - 1, edit.new_text)
-    after = _run_real(tmp_path, "".join(lines))
+    assert dynamic.title == "Compile with `dynamic=True` (every size symbolic from the first call)" and dynamic.safe
+    [at_site] = dynamic.edits
+    assert at_site.span.line == SHAPES_COMPILE and at_site.new_text == "True"  # replaces `dynamic=False`
+    for fix in (marked, dynamic):
+        after = _run_real(tmp_path, _applied(SHAPES, fix.edits[0]))
+        assert (after.counts().compiles, after.counts().recompiles, after.findings) == (1, 0, ()), fix.title
+
+
+@pytest.mark.slow
+def test_sizes_of_one_are_marked_unbacked(tmp_path: Path) -> None:
+    """A batch that starts at 1: mark_dynamic would still specialise size 1 (2 compiles); mark_unbacked does not."""
+    source = SHAPES.replace("range(2, 12)", "range(1, 12)")
+    before = _run_real(tmp_path, source)
+    [recompiled] = [f for f in before.findings if f.code == "DL501"]
+    marked, _ = recompiled.fixes
+    assert marked.title.startswith("Mark `batch` dimension 0 unbacked before this call (`mark_unbacked`")
+    assert marked.min_torch == "2.5" and marked.edits[0].new_text == (
+        "    torch._dynamo.decorators.mark_unbacked(batch, 0)\n"
+    )
+    after = _run_real(tmp_path, _applied(source, marked.edits[0]))
     assert (after.counts().compiles, after.counts().recompiles, after.findings) == (1, 0, ())

@@ -86,3 +86,26 @@ def test_no_fix_where_the_line_before_could_not_run(tmp_path: Path, source: str,
     path = tmp_path / "script.py"
     path.write_text(source, encoding="utf-8")
     assert mark_dynamic_fix(GUARD, str(path), 3, str(path), call_line) is None
+
+
+def _size(name: str, expected: int, actual: int) -> str:
+    return f"tensor '{name}' size mismatch at index 1. expected {expected}, actual {actual}"
+
+
+@pytest.mark.parametrize(
+    ("guard", "earlier", "expected"),
+    [
+        (_size("x", 1, 4), (), "mark_unbacked"),
+        (_size("x", 7, 8), (_size("x", 1, 2),), "mark_unbacked"),  # the first recompile specialised size 1
+        (_size("x", 7, 8), (_size("y", 1, 2),), "mark_dynamic"),  # another argument's size
+        (_size("x", 7, 8), (), "mark_dynamic"),
+    ],
+)
+def test_sizes_of_zero_or_one_take_mark_unbacked(
+    tmp_path: Path, guard: str, earlier: tuple[str, ...], expected: str
+) -> None:
+    path = tmp_path / "script.py"
+    path.write_text("import torch\n\ndef f(x):\n    return x\nf(batch)\n", encoding="utf-8")
+    fix = mark_dynamic_fix(guard, str(path), 3, str(path), 5, earlier)
+    assert fix is not None and expected in fix.edits[0].new_text
+    assert fix.min_torch == ("2.5" if expected == "mark_unbacked" else None)

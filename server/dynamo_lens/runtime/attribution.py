@@ -33,8 +33,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dynamo_lens.codes import confirmations, get_rule
-from dynamo_lens.model import Finding, Related, Severity, Span, plural
+from dynamo_lens.model import Finding, Fix, Related, Severity, Span, plural
 from dynamo_lens.runtime import guard_cost
+from dynamo_lens.runtime.compile_call_edit import add_keyword
 from dynamo_lens.runtime.guard_diff import (
     GLOBAL_STATE_KEY,
     LENGTH_KINDS,
@@ -44,7 +45,7 @@ from dynamo_lens.runtime.guard_diff import (
     readable_source,
     value_history,
 )
-from dynamo_lens.runtime.mark_dynamic_fix import mark_dynamic_fix
+from dynamo_lens.runtime.mark_dynamic_fix import SIZE_MISMATCH, mark_dynamic_fix
 from dynamo_lens.runtime.ranks import Divergence, compile_counts, divergences, on_ranks, rank_labels
 from dynamo_lens.runtime.report import (
     FailedGuard,
@@ -286,12 +287,27 @@ def _recompiled_at(frame: Frame, group: list[Blame], diffs: list[EntryDiff], lin
         if failed.hint:
             data["hint"] = failed.hint
     finding = _finding(RECOMPILED, span, message, related, data)
-    if failed is not None and failed.kind == "TENSOR_MATCH" and call is not None:
-        fix = mark_dynamic_fix(failed.text, frame.path, frame.line, call.path, call.line)
-        finding = replace(finding, fixes=(fix,)) if fix is not None else finding
+    if failed is not None and failed.kind == "TENSOR_MATCH" and SIZE_MISMATCH.search(failed.text):
+        earlier = [b.failed.text for b in group if b.failed is not None]
+        marked = mark_dynamic_fix(failed.text, frame.path, frame.line, call.path, call.line, earlier) if call else None
+        fixes = tuple(fix for fix in (marked, _dynamic_site_fix(frame, lines)) if fix is not None)
+        finding = replace(finding, fixes=fixes)
     if made == 1 and not refused:  # once, then reused: a train/eval switch, a grad mode, a size before it went dynamic
         return replace(finding, severity=Severity.INFO)
     return finding
+
+
+def _dynamic_site_fix(frame: Frame, lines: _SourceLines) -> Fix | None:
+    """``dynamic=True`` at the compile of a frame that recompiled for a size: every size symbolic from the first
+    call (measured, sizes 2 to 11 under ``dynamic=False``: 8 compiles and the limit, then 1)."""
+    at = next((entry.compiled_at for entry in frame.cache_entries if entry.compiled_at is not None), None)
+    source = lines.source(at.path) if at is not None else None
+    if at is None or source is None:
+        return None
+    edit = add_keyword(at.path, at.line, source, "dynamic", "True")
+    if edit is None:
+        return None
+    return Fix("Compile with `dynamic=True` (every size symbolic from the first call)", (edit,), safe=True)
 
 
 def _user_spelling(source: str | None, line_text: str | None) -> str | None:

@@ -15,12 +15,11 @@ keeps computing as before (measured: the eval output differs from eager).
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dynamo_lens.model import Edit, Fix, Span
-from dynamo_lens.runtime.mark_dynamic_fix import imports_torch
+from dynamo_lens.model import Fix
+from dynamo_lens.runtime.compile_call_edit import add_keyword
 from dynamo_lens.runtime.report import CacheEntry, Frame, GuardCost, RunReport
 
 WORTH_A_FIX_SHARE = 0.10
@@ -80,40 +79,12 @@ def _us(value: float) -> str:
 
 
 def guard_filter_fix(path: str, line: int, source: str) -> Fix | None:
-    """Add the knob to the ``torch.compile(...)`` call (or ``@torch.compile`` decorator, or ``.compile(...)``) on
-    ``line``; None where it cannot be sure: no such call on the line, ``mode=`` or ``options=`` already given
-    (torch refuses both together), ``**kwargs``, or ``torch`` not imported by that name."""
-    try:
-        module = ast.parse(source)
-    except (SyntaxError, ValueError):
+    """Add the knob to the compile on ``line`` (see :func:`~dynamo_lens.runtime.compile_call_edit.add_keyword`;
+    never beside ``mode=`` or ``options=``: torch refuses ``mode`` with ``options``, and options of the user's own
+    would be lost)."""
+    edit = add_keyword(path, line, source, "options", f'{{"guard_filter_fn": {KNOB}}}', refuse=("mode", "options"))
+    if edit is None:
         return None
-    if not imports_torch(module):
-        return None
-    lines = source.splitlines(keepends=True)
-    knob = f'options={{"guard_filter_fn": {KNOB}}}'
-    for node in ast.walk(module):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            for decorator in node.decorator_list:
-                end_line, end_column = decorator.end_lineno, decorator.end_col_offset
-                if decorator.lineno == line and _is_torch_compile(decorator) and end_line and end_column is not None:
-                    at = Span(path, end_line, end_column + 1, end_line, end_column + 1)
-                    return _fix(Edit(at, f"({knob})"))  # a bare `@torch.compile`: call it with the knob
-        if not isinstance(node, ast.Call) or node.lineno != line or not node.end_lineno or node.end_col_offset is None:
-            continue
-        if not _is_compile_method(node.func):
-            continue
-        if any(k.arg in (None, "mode", "options") for k in node.keywords):
-            return None
-        closing = node.end_col_offset - 1  # the ")"
-        if lines[node.end_lineno - 1][closing : closing + 1] != ")":
-            return None
-        separator = ", " if node.args or node.keywords else ""
-        at = Span(path, node.end_lineno, closing + 1, node.end_lineno, closing + 1)
-        return _fix(Edit(at, f"{separator}{knob}"))
-    return None
-
-
-def _fix(edit: Edit) -> Fix:
     return Fix(
         "Skip the guards on torch.nn modules' attributes (unsafe: model.eval() and other changes to them no longer "
         "recompile)",
@@ -121,17 +92,3 @@ def _fix(edit: Edit) -> Fix:
         safe=False,
         min_torch=KNOB_MIN_TORCH,
     )
-
-
-def _is_torch_compile(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == "compile"
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "torch"
-    )
-
-
-def _is_compile_method(func: ast.expr) -> bool:
-    """``model.compile(...)``: ``nn.Module.compile`` passes its arguments on to ``torch.compile``."""
-    return isinstance(func, ast.Attribute) and func.attr == "compile"

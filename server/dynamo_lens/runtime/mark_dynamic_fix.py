@@ -10,28 +10,51 @@ Offered only where it is sure to be right: a plain name passed positionally or b
 statement's (not inside a lambda or comprehension, whose variables the line before cannot see), and a file that
 imports ``torch`` by that name. The fix is not safe (ruff's sense): code that specialises on the size raises a
 constraint violation instead of recompiling.
+
+Where the sizes involved are 0 or 1, Dynamo specialises them even on a dimension marked dynamic (measured, sizes 1, 2,
+3, 4, 5 under ``dynamic=False``: 5 compiles, 2 with ``mark_dynamic``, 1 with ``mark_unbacked``), so the fix marks the
+dimension *unbacked* instead (``torch._dynamo.decorators.mark_unbacked``, torch 2.5 and later); code that branches on
+such a size then fails to trace instead of specialising.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 
 from dynamo_lens.model import Edit, Fix, Span
 
-SIZE_MISMATCH = re.compile(r"tensor '(?P<name>[A-Za-z_]\w*)' size mismatch at index (?P<dim>\d+)")
+SIZE_MISMATCH = re.compile(
+    r"tensor '(?P<name>[A-Za-z_]\w*)' size mismatch at index (?P<dim>\d+)"
+    r"(?:\. expected (?P<expected>\d+), actual (?P<actual>\d+))?"
+)
+SPECIALISED_SIZES = frozenset({"0", "1"})
+"""Sizes Dynamo specialises even on a dimension marked dynamic."""
+UNBACKED_MIN_TORCH = "2.5"
 _SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 KEYWORD_ONLY = -1
 """The position of a parameter the caller can pass only by keyword."""
 
 
-def mark_dynamic_fix(guard_text: str, def_path: str, def_line: int, call_path: str, call_line: int) -> Fix | None:
+def mark_dynamic_fix(
+    guard_text: str, def_path: str, def_line: int, call_path: str, call_line: int, earlier: Sequence[str] = ()
+) -> Fix | None:
     """The fix for the size guard ``guard_text`` of the function defined at ``def_path:def_line`` (its first line,
-    decorators included), failed by the call on ``call_path:call_line``; None where it cannot be sure."""
+    decorators included), failed by the call on ``call_path:call_line``; None where it cannot be sure. ``earlier``
+    are the texts of the same guard failing before (the first recompile names the size 1 a later one no longer
+    shows)."""
     found = SIZE_MISMATCH.search(guard_text)
     if found is None:
         return None
     name, dim = found["name"], int(found["dim"])
+    sizes = {
+        size
+        for text in (guard_text, *earlier)
+        if (seen := SIZE_MISMATCH.search(text)) is not None and (seen["name"], seen["dim"]) == (name, found["dim"])
+        for size in (seen["expected"], seen["actual"])
+    }
+    unbacked = bool(sizes & SPECIALISED_SIZES)
     definition = _parse(def_path)
     calling = definition if call_path == def_path else _parse(call_path)
     if definition is None or calling is None or not imports_torch(calling):
@@ -46,8 +69,15 @@ def mark_dynamic_fix(guard_text: str, def_path: str, def_line: int, call_path: s
             argument = _argument(call, position, name)
             if argument is None:
                 continue
-            text = f"{' ' * statement.col_offset}torch._dynamo.mark_dynamic({argument}, {dim})\n"
             at = Span(call_path, statement.lineno, 1, statement.lineno, 1)
+            indent = " " * statement.col_offset
+            if unbacked:
+                text = f"{indent}torch._dynamo.decorators.mark_unbacked({argument}, {dim})\n"
+                title = (
+                    f"Mark `{argument}` dimension {dim} unbacked before this call (`mark_unbacked`: sizes 0 and 1 too)"
+                )
+                return Fix(title, (Edit(at, text),), min_torch=UNBACKED_MIN_TORCH)
+            text = f"{indent}torch._dynamo.mark_dynamic({argument}, {dim})\n"
             return Fix(
                 f"Mark `{argument}` dimension {dim} dynamic before this call (`mark_dynamic`)", (Edit(at, text),)
             )
