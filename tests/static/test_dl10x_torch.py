@@ -274,6 +274,14 @@ CASES = (
         # up to 2.10 `forward` compiled once, and never again (measured on 2.4.1 to 2.10.0; 0 from 2.11.0)
         before=(Differs(Release(2, 11), 1, severity="hint"),),
     ),
+    Case(  # a call outside the loop after it starts no resume function: the skipped frame runs on as plain Python
+        "DL101_run_counter_after_opaque_loop_and_call.py",
+        "DL101",
+        0,
+        severity="hint",
+        breaks_at=None,
+        before=(Differs(Release(2, 11), 1, severity="hint"),),
+    ),
     Case(  # the helper that reads the counter after the loop runs as a frame of its own, with no tensor work
         "DL101_run_counter_read_by_helper_after_opaque_loop.py", "DL101", 1, severity="hint", breaks_at=None
     ),

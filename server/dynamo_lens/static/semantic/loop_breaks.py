@@ -5,9 +5,10 @@ or the resume function after an earlier break, runs eagerly and guards nothing (
 a loop beside a call that breaks compiled nothing and never recompiled; read before a break outside the loop, the
 same counter compiled 8 times). The scan cannot see whether a method of an object from outside torch and the
 workspace breaks: a simulator's ``scene.step()``, a thread pool's ``submit``, a queue's ``qsize`` (C code, locks) do.
-Taking each such *opaque call* as a break, a statement of a method runs eagerly when the first opaque call of its
-frame piece (from the method's start, or from the last opaque call outside loops before the statement) sits in a
-loop. Calls on the method's own attributes are the ones judged (``self.<attr>.<method>(...)``); what an attribute
+Taking each such *opaque call* as a break, a statement of a method runs eagerly when an opaque call in a loop comes
+before it (Dynamo skipped the frame piece holding that loop, and a skipped frame makes no resume functions: the rest
+of the method runs as plain Python), or when the first opaque call of its frame piece (from the method's start, or
+from the last opaque call outside loops before the statement) sits in a loop. Calls on the method's own attributes are the ones judged (``self.<attr>.<method>(...)``); what an attribute
 holds comes from the evaluator.
 """
 
@@ -48,6 +49,9 @@ def eager_if_breaks(index: WorkspaceIndex, cls: ClassKey, method: MethodSummary,
     ``cls``) eagerly, if that call breaks the graph; None when the statement is traced whatever those calls do."""
     calls = opaque_calls(index, cls, method)
     position = (at.line, at.column)
+    earlier = next((c for c in calls if c.call.in_loop and _at(c) < position), None)
+    if earlier is not None:  # the frame piece with that loop was skipped: no resume function follows it
+        return earlier
     start = max((_at(c) for c in calls if not c.call.in_loop and _at(c) < position), default=None)
     first = next((c for c in calls if start is None or _at(c) > start), None)
     return first if first is not None and first.call.in_loop else None
