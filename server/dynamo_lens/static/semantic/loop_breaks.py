@@ -8,8 +8,8 @@ workspace breaks: a simulator's ``scene.step()``, a thread pool's ``submit``, a 
 Taking each such *opaque call* as a break, a statement of a method runs eagerly when an opaque call in a loop comes
 before it (Dynamo skipped the frame piece holding that loop, and a skipped frame makes no resume functions: the rest
 of the method runs as plain Python), or when the first opaque call of its frame piece (from the method's start, or
-from the last opaque call outside loops before the statement) sits in a loop. Calls on the method's own attributes are the ones judged (``self.<attr>.<method>(...)``); what an attribute
-holds comes from the evaluator.
+from the last opaque call outside loops before the statement) sits in a loop. Calls on the method's own attributes
+are the ones judged (``self.<attr>.<method>(...)``); what an attribute holds comes from the evaluator.
 """
 
 from __future__ import annotations
