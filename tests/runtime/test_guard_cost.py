@@ -15,7 +15,7 @@ import pytest
 from dynamo_lens.cli import main
 from dynamo_lens.runtime.guard_cost import KNOB, guard_filter_fix
 from dynamo_lens.runtime.report import load_report
-from dynamo_lens.runtime.shim import HIT_GAP_NS, LOOKUP_EVENT, REGION_EVENT, guard_costs
+from dynamo_lens.runtime.shim import HIT_GAP_NS, LOOKUP_EVENT, REGION_EVENT, lookup_samples, summarise_costs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runtime"
 KNOB_TEXT = f'options={{"guard_filter_fn": {KNOB}}}'
@@ -35,10 +35,11 @@ def test_a_lookup_is_paired_with_the_region_of_the_entry_it_chose() -> None:
         lookup(1, 400_000, 10_000), region(1, 410_500, 100_000, "0/0"),
         lookup(1, 600_000, 30_000), region(1, 630_500, 200_000, "0/0"),
     ]  # fmt: skip
-    assert guard_costs(events) == {"0/0": {"calls": 3, "lookup_us": 20.0, "call_us": 200.0}}
+    assert lookup_samples(events) == {"0/0": ([20_000, 10_000, 30_000], [300_000, 100_000, 200_000])}
+    assert summarise_costs(lookup_samples(events)) == {"0/0": {"calls": 3, "lookup_us": 20.0, "call_us": 200.0}}
 
 
-def test_a_miss_that_compiled_a_frame_inside_a_region_and_other_threads_are_told_apart() -> None:
+def test_a_miss_that_compiled_a_resume_frame_inside_a_region_and_threads_are_told_apart() -> None:
     events = [
         lookup(1, 0, 5_000),  # a miss: the compile takes longer than the hit gap
         region(1, 5_000 + HIT_GAP_NS + 1, 900_000, "0/1"),
@@ -47,7 +48,7 @@ def test_a_miss_that_compiled_a_frame_inside_a_region_and_other_threads_are_told
         lookup(2, 10_000_500, 4_000), region(2, 10_005_000, 70_000, "0/1"),  # another thread's hit
         (1, 10_200_000, 1_000, "aten::mul"),
     ]  # fmt: skip
-    assert guard_costs(events) == {
+    assert summarise_costs(lookup_samples(events)) == {
         "0/1": {"calls": 2, "lookup_us": 6.0, "call_us": 285.0},
         "1/0": {"calls": 1, "lookup_us": 2.0, "call_us": 50.0},
     }
@@ -103,7 +104,7 @@ def test_guard_cost_agrees_with_the_profilers_own_cache_lookup_time(tmp_path: Pa
     [frame] = report.frames
     [entry] = frame.cache_entries
     assert entry.guard_cost is not None and entry.guard_count is not None and entry.guard_count > 500
-    assert entry.guard_cost.calls == 199  # every call but the first, which compiled
+    assert entry.guard_cost.calls == 198  # the window opens at the second call, after its lookup
     assert 0.5 <= entry.guard_cost.lookup_us / profiler_us <= 2.0, (entry.guard_cost, profiler_us)
     assert entry.compiled_at is not None and (entry.compiled_at.path, entry.compiled_at.line) == (str(script), 35)
 
@@ -155,3 +156,26 @@ def test_without_guard_cost_nothing_is_profiled(tmp_path: Path, capfd: pytest.Ca
     report = load_report(tmp_path / "r.json")
     assert "guard_cost" not in report.sources_ok
     assert all(e.guard_cost is None for f in report.frames for e in f.cache_entries)
+
+
+@pytest.mark.slow
+def test_a_profiler_of_the_programs_own_is_left_alone(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "own_profiler.py"
+    script.write_text(
+        textwrap.dedent(
+            """\
+            import torch
+
+            f = torch.compile(lambda x: x * 2, backend="eager")
+            f(torch.ones(2))
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+                for _ in range(10):
+                    f(torch.ones(2))
+            print("own lookups:", sum(e.name == "TorchDynamo Cache Lookup" for e in profile.events()))
+            """
+        )
+    )
+    assert main(["run", "--guard-cost", "--report", str(tmp_path / "r.json"), "--format", "json", str(script)]) == 0
+    assert "own lookups: 10" in capfd.readouterr().err  # every one of its calls, as without Dynamo Lens
+    report = load_report(tmp_path / "r.json")
+    assert any("the program ran its own torch.profiler" in note for note in report.missing)

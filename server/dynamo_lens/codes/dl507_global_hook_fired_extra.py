@@ -24,9 +24,10 @@ Compile in place with `model.compile()` (no wrapper module), or register hooks o
 instead of globally.
 
 ## Known limitations
-Found through torch's own warning, so only on torch 2.8 and later, and not when the program silences warnings
-(`warnings.filterwarnings("ignore")`). Python shows the warning once per calling line, so each such line is reported
-once, not per call.
+Found through torch's own warning, so only on torch 2.8 and later, and not when the program silences or records
+warnings itself (`warnings.filterwarnings("ignore")`, `warnings.catch_warnings(record=True)`, which pytest uses around
+every test: "Run Test Under Cursor" does not report it). Python shows the warning once per calling line, so each
+such line is reported once, not per call.
 
 ## Fix safety
 No automatic fix: whether the program can compile in place depends on how it uses the returned wrapper.

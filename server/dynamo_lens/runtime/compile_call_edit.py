@@ -16,6 +16,7 @@ from collections.abc import Collection
 
 from dynamo_lens.model import Edit, Span
 from dynamo_lens.runtime.mark_dynamic_fix import imports_torch
+from dynamo_lens.static.positions import LineIndex
 
 
 def add_keyword(
@@ -34,8 +35,9 @@ def add_keyword(
     if len(found) != 1:
         return None
     [node] = found
+    columns = LineIndex(path, source)
     if isinstance(node, ast.Attribute):  # a bare `@torch.compile`: call it with the keyword
-        return _insert(path, node.end_lineno, node.end_col_offset, f"({name}={value})")
+        return _insert(columns, node.end_lineno, node.end_col_offset, f"({name}={value})")
     if any(k.arg is None or k.arg in refuse for k in node.keywords):
         return None
     given = next((k for k in node.keywords if k.arg == name), None)
@@ -43,19 +45,21 @@ def add_keyword(
         old = given.value
         if old.end_lineno is None or old.end_col_offset is None or ast.unparse(old) == value:
             return None
-        return Edit(Span(path, old.lineno, old.col_offset + 1, old.end_lineno, old.end_col_offset + 1), value)
+        return Edit(columns.span(old), value)
     arguments: list[ast.expr | ast.keyword] = [*node.args, *node.keywords]
     if not arguments:  # `torch.compile()`: inside the parentheses
         end = node.end_col_offset
-        return _insert(path, node.end_lineno, None if end is None else end - 1, f"{name}={value}")
+        return _insert(columns, node.end_lineno, None if end is None else end - 1, f"{name}={value}")
     last = max(arguments, key=lambda a: (a.end_lineno or 0, a.end_col_offset or 0))
-    return _insert(path, last.end_lineno, last.end_col_offset, f", {name}={value}")
+    return _insert(columns, last.end_lineno, last.end_col_offset, f", {name}={value}")
 
 
-def _insert(path: str, line: int | None, column: int | None, text: str) -> Edit | None:
-    if line is None or column is None:
+def _insert(columns: LineIndex, line: int | None, byte_column: int | None, text: str) -> Edit | None:
+    """Insert ``text`` at an ``ast`` position (a UTF-8 byte column)."""
+    if line is None or byte_column is None:
         return None
-    return Edit(Span(path, line, column + 1, line, column + 1), text)
+    column = columns.column(line, byte_column)
+    return Edit(Span(columns.path, line, column, line, column), text)
 
 
 def _compile_calls(module: ast.Module, line: int) -> list[ast.Call]:

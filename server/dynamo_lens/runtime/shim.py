@@ -26,9 +26,11 @@ How it collects, without touching Dynamo's per-call (cache-hit) path:
 5. ``nn.Module.register_forward_hook`` / ``register_forward_pre_hook`` wrapped: a hook added to a submodule of a
    compiled module after a compile gets two counting probes (``late_hook`` events), the only per-call cost, and
    only for such hooks;
-6. only when asked (``DYNAMO_LENS_GUARD_COST=1``, ``dynamo-lens run --guard-cost``): ``torch.profiler`` over the
-   run, from whose ``TorchDynamo Cache Lookup`` events the steady-state guard-check time per call of each cache
-   entry is measured (``guard_cost`` events). This one adds the profiler's cost to every operator of the program.
+6. only when asked (``DYNAMO_LENS_GUARD_COST=1``, ``dynamo-lens run --guard-cost``, torch 2.8 and later): after
+   each compile, ``torch.profiler`` over the next :data:`COST_WINDOW_CALLS` compiled calls of that thread, from whose
+   ``TorchDynamo Cache Lookup`` events the steady-state guard-check time per call of each cache entry is measured
+   (``guard_cost`` events). The windows open and close in the guard-complete hook, so a process that never compiles
+   is never profiled and memory holds one window's events at most.
 
 Every private API is feature-checked; what is unavailable is named in the report's ``missing`` list.
 
@@ -78,6 +80,7 @@ WORKERS_ENV = "DYNAMO_LENS_WORKERS"
 SHIM_ENV = "DYNAMO_LENS_SHIM"
 """Set by the runner to this file's path, for the bootstrap ``sitecustomize`` of worker processes."""
 RECORDED_PARENT_ENV = "DYNAMO_LENS_RECORDED_PARENT"
+"""Set by a recorded worker for the processes it starts: the ``RANK`` they inherit is not theirs."""
 GUARD_COST_ENV = "DYNAMO_LENS_GUARD_COST"
 """``1``: measure the guard-check time per call with ``torch.profiler`` (inherited by every process of the run)."""
 LOOKUP_EVENT = "TorchDynamo Cache Lookup"  # the profiler event around a frame's guard checks (eval_frame, C++)
@@ -85,7 +88,10 @@ REGION_EVENT = "Torch-Compiled Region: "  # + compile id: the run of the cache e
 HIT_GAP_NS = 1_000_000
 """A lookup followed by its entry's region within this gap hit; a longer gap is a miss that compiled (milliseconds
 at the least), whose lookup is no steady-state figure."""
-"""Set by a recorded worker for the processes it starts: the ``RANK`` they inherit is not theirs."""
+COST_WINDOW_CALLS = 200
+"""Compiled calls (cache hits) profiled after each compile."""
+MAX_COST_SAMPLES = 1000
+"""Calls kept per cache entry across windows."""
 
 # Caps for pathological programs; every cap that applies is reported (``guards_omitted``, ``missing``).
 MAX_GUARDS_PER_ENTRY = 1000
@@ -578,6 +584,11 @@ class ReportBuilder:
                 attempt = owner.attempt(compile_id)
                 attempt.export = event.get("guards") or []
                 attempt.compiled_at = event.get("compiled_at") or attempt.compiled_at
+        elif kind == "guard_cost_skipped":
+            self.errors.append(
+                f"guard cost: {event.get('windows')} measuring windows were left out because the program ran its own "
+                "torch.profiler then (one profiler session at a time)"
+            )
         elif kind == "guard_cost":
             for entry_id, cost in (event.get("entries") or {}).items():
                 owner = self._frame_of(epoch, entry_id)
@@ -1002,6 +1013,12 @@ class ReportBuilder:
             missing.append(
                 "the run was killed before the shim could finish: cache-entry details, call counts, exit code"
             )
+        measured = any(e["guard_cost"] for e in entries)
+        if (installed.get("sources_ok") or {}).get("guard_cost") and end is not None and entries and not measured:
+            missing.append(
+                "guard cost: no compiled call was measured (the calls after the first compile, in the thread that "
+                "made them, are profiled; a call needs a cache entry to hit)"
+            )
         total_time = sum(e["compile_time_s"] or 0.0 for e in entries)
         summary = {
             "frames": len(frames),
@@ -1082,14 +1099,13 @@ def _sort_id(compile_id: str) -> tuple[int, ...]:
         return (0,)
 
 
-def guard_costs(events: Iterable[tuple[int, int, int, str]]) -> dict[str, Event]:
-    """The steady-state guard-check time per cache entry from profiler events ``(thread, start_ns, duration_ns,
-    name)``: a ``TorchDynamo Cache Lookup`` followed on its thread, within :data:`HIT_GAP_NS`, by the ``Torch-Compiled
-    Region`` of an entry is a call that hit that entry. A frame called from compiled code (a resume function) makes
-    its lookup inside the region of its caller, so the events are paired in order of their start.
+def lookup_samples(events: Iterable[tuple[int, int, int, str]]) -> dict[str, tuple[list[int], list[int]]]:
+    """The calls that hit each cache entry, from profiler events ``(thread, start_ns, duration_ns, name)``: a
+    ``TorchDynamo Cache Lookup`` followed on its thread, within :data:`HIT_GAP_NS`, by the ``Torch-Compiled Region``
+    of an entry is a call of that entry. A frame called from compiled code (a resume function) makes its lookup
+    inside the region of its caller, so the events are paired in order of their start.
 
-    Returns compile id → ``{"calls", "lookup_us", "call_us"}``: the hits measured, and the median time of their
-    guard checks and of the call itself (the region: the compiled code and what it calls)."""
+    Returns compile id → (lookup durations, region durations) in nanoseconds, one of each per call."""
     by_thread: dict[int, list[tuple[int, int, str]]] = {}
     for thread, start, duration, name in events:
         if name == LOOKUP_EVENT or name.startswith(REGION_EVENT):
@@ -1107,6 +1123,12 @@ def guard_costs(events: Iterable[tuple[int, int, int, str]]) -> dict[str, Event]
                 lookups.append(lookup[1])
                 regions.append(duration)
             lookup = None
+    return samples
+
+
+def summarise_costs(samples: dict[str, tuple[list[int], list[int]]]) -> dict[str, Event]:
+    """compile id → ``{"calls", "lookup_us", "call_us"}``: the calls measured, and the median time of their guard
+    checks and of the call itself (the region: the compiled code and what it calls)."""
     return {
         entry: {
             "calls": len(lookups),
@@ -1114,6 +1136,7 @@ def guard_costs(events: Iterable[tuple[int, int, int, str]]) -> dict[str, Event]
             "call_us": round(statistics.median(regions) / 1000, 3),
         }
         for entry, (lookups, regions) in samples.items()
+        if lookups
     }
 
 
@@ -1420,8 +1443,16 @@ class Collector:
         """Per hook registered on a submodule of a compiled module after compiling: how often it (and its compiled
         module) ran since, counted by probes beside it."""
         self.guard_cost_asked = os.environ.get(GUARD_COST_ENV) == "1"
+        self.measuring_cost = False
         self.profiler: Any = None
-        """The ``torch.profiler.profile`` measuring guard checks (only when asked), restarted at each reset."""
+        """The ``torch.profiler.profile`` of the open window (guard cost, only when asked)."""
+        self.window_due = False
+        """A compile happened since the last window: open one at the next cache hit."""
+        self.window_hits = 0
+        self.cost_samples: dict[tuple[int, str], tuple[list[int], list[int]]] = {}
+        """(epoch, compile id) → the lookups and calls measured, :data:`MAX_COST_SAMPLES` at most."""
+        self.windows_not_opened = 0
+        """Windows left out because the program had a profiler of its own running."""
         self.produced: dict[tuple[int, int], list[str]] | None = None
         """(epoch, frame id) → the compile ids that produced a cache entry, in order; kept only on torch before 2.5,
         whose recompile reasons carry no ids (:meth:`_install_reasons_before_2_5`)."""
@@ -1646,6 +1677,8 @@ class Collector:
                 self.misses += 1
                 site = self.innermost_user_site()
                 self.miss_sites[site] = self.miss_sites.get(site, 0) + 1
+            if self.measuring_cost:
+                self.guard_cost_window(cache_hit)
             chained = previous[0]
             return bool(chained(cache_hit)) if chained is not None else cache_hit
 
@@ -1660,41 +1693,69 @@ class Collector:
         self.undo.append(put_back)
 
     def _install_guard_cost(self) -> None:
-        """Profile the run (CPU events) for :meth:`emit_guard_cost`: the documented way to see guard overhead."""
-        if _release(self.torch_version) < (2, 6):
-            raise RuntimeError("its profiler does not name the cache entry a lookup chose (torch 2.6 does)")
-        self._start_profiler()
-        self.undo.append(self._drop_profiler)
+        """Windows of ``torch.profiler`` after each compile (:meth:`guard_cost_window`), the documented way to see
+        guard overhead; they open and close in the guard-complete hook, which torch before 2.8 lacks."""
+        if not self.sources_ok.get("guard_complete_hook"):
+            raise RuntimeError("it needs the guard-complete hook (torch 2.8 and later)")
+        from torch.profiler import profile  # noqa: F401 - fail here, not in the hook, where the profiler is missing
 
-    def _start_profiler(self) -> None:
+        self.measuring_cost = self.window_due = True
+        self.undo.append(self.close_cost_window)
+
+    def guard_cost_window(self, cache_hit: bool) -> None:
+        """In the guard-complete hook: count the window's calls and close it after :data:`COST_WINDOW_CALLS`; after
+        a compile (a miss), open the next one at the next hit (that hit's own lookup is over, so it is not counted)."""
+        try:
+            if self.profiler is not None:
+                self.window_hits += cache_hit
+                if self.window_hits >= COST_WINDOW_CALLS:
+                    self.close_cost_window()
+            elif not cache_hit:
+                self.window_due = True
+            elif self.window_due:
+                self.window_due = False
+                self._open_cost_window()
+        except Exception as exc:
+            self.measuring_cost = False  # never again in this run: the program must go on unharmed
+            self.internal_error("guard cost", exc)
+
+    def _open_cost_window(self) -> None:
         from torch.profiler import ProfilerActivity, profile
 
+        if self.torch._C._autograd._profiler_enabled():  # the program's own: one session at a time, and it is theirs
+            self.windows_not_opened += 1
+            return
         profiler = profile(activities=[ProfilerActivity.CPU])
         profiler.start()
-        self.profiler = profiler
+        self.profiler, self.window_hits = profiler, 0
 
-    def _drop_profiler(self) -> None:
-        """Stop profiling without a figure (the recording ends before the program does)."""
-        self._stop_profiler()
-
-    def _stop_profiler(self) -> list[tuple[int, int, int, str]]:
+    def close_cost_window(self) -> None:
+        """Stop the window's profiler and keep what it measured (also at a reset and at exit)."""
         profiler, self.profiler = self.profiler, None
         if profiler is None:
-            return []
+            return
         profiler.stop()
-        return [
+        events = [
             (e.start_thread_id(), e.start_ns(), e.duration_ns(), e.name())
             for e in profiler.profiler.kineto_results.events()
         ]
+        for entry, (lookups, regions) in lookup_samples(events).items():
+            kept = self.cost_samples.setdefault((self.stream.epoch, entry), ([], []))
+            room = MAX_COST_SAMPLES - len(kept[0])
+            kept[0].extend(lookups[:room])
+            kept[1].extend(regions[:room])
 
-    def emit_guard_cost(self, *, restart: bool) -> None:
-        """The guard cost of the epoch that ends (at exit, or at a reset: then the profiler starts again)."""
-        if self.profiler is None:
+    def emit_guard_cost(self) -> None:
+        """The guard cost measured in each epoch, at the end (a ``guard_cost`` event per epoch)."""
+        if not self.measuring_cost and not self.cost_samples:
             return
         try:
-            self.stream.emit("guard_cost", entries=guard_costs(self._stop_profiler()))
-            if restart:
-                self._start_profiler()
+            self.close_cost_window()
+            for epoch in sorted({epoch for epoch, _ in self.cost_samples}):
+                samples = {entry: kept for (e, entry), kept in self.cost_samples.items() if e == epoch}
+                self.stream.emit("guard_cost", epoch=epoch, entries=summarise_costs(samples))
+            if self.windows_not_opened:
+                self.stream.emit("guard_cost_skipped", windows=self.windows_not_opened)
         except Exception as exc:
             self.internal_error("guard cost", exc)
 
@@ -1803,7 +1864,8 @@ class Collector:
         original = dynamo.reset
 
         def reset(*args: Any, **kwargs: Any) -> Any:
-            self.emit_guard_cost(restart=True)
+            if self.profiler is not None:
+                self.close_cost_window()  # its calls belong to the epoch that ends
             self.walk_cache_entries()
             result = original(*args, **kwargs)
             self.stream.epoch += 1
@@ -1948,7 +2010,7 @@ class Collector:
                 return
             self.finished = True
         try:
-            self.emit_guard_cost(restart=False)
+            self.emit_guard_cost()
             self.note_rank()
             if not self.installed and "torch._dynamo" in sys.modules:
                 self.internal_error(
