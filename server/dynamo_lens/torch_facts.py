@@ -212,6 +212,18 @@ setting it raises ``AttributeError``. An int counter on a module compiled 4 time
 ``self.torchdynamo_force_dynamic = True`` changed nothing), twice on 2.5.1, 2.6.0 and 2.7.1 (with the setting too, on
 2.7.1), and 8 times with the limit on 2.8.0, 2.13 and 2.14.1, twice there with the setting. A tensor buffer
 compiles once on every release."""
+BREAK_BEFORE_TENSOR_WORK_SKIPS_SINCE = Release(2, 13)
+"""Measured: a compiled function that breaks on a builtin (``bytes(s, "utf8")``) before any tensor work, called with
+"a" then "b": its frame is skipped and compiles once on 2.13 and 2.14.1; on 2.5.1 to 2.12.1 it compiled twice (the
+string was guarded, and the second call recompiled), on 2.4.1 twice as well. DL203 stays silent there: a miss of one
+bounded recompile on those releases."""
+COMPILE_LIMIT_KEYWORD_SINCE = Release(2, 12)
+"""Measured: ``torch.compile(model, recompile_limit=3)`` with a counter in ``forward`` compiled 3 times on 2.12.1, 2.13
+and 2.14.1; on 2.11.0 the keyword raises ``TypeError`` (``unexpected keyword argument``)."""
+MAYBE_MARK_GUARDED_SINCE = Release(2, 13)
+"""Measured: ``maybe_mark_dynamic(t, 0)`` after a compiled function ran with ``t``, then 11 more calls with it:
+1 compile on every release from 2.4.1 to 2.12.1 (the mark waits for a recompile), 2 on 2.13 and 2.14.1 (the
+marked tensor fails the entry's guards once). ``mark_dynamic`` compiles twice on all of them."""
 TORCH_NN_METHOD_COMPILE_SINCE = Release(2, 14)
 """Measured: ``nn.Sequential(...).compile()`` compiled nothing on 2.13 (Dynamo skips the frames of ``torch.nn``
 modules) and compiles them on 2.14.1 (through the wrapper ``compile()`` installs: 1 graph, and a second entry under

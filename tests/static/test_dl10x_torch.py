@@ -25,10 +25,10 @@ from oracle import FLOAT_ANY_POLICY, INT_AS_INPUT, ORACLE_PYTHON, Differs, earli
 from dynamo_lens.model import Finding, Fix, Severity
 from dynamo_lens.static import link, summarize
 from dynamo_lens.torch_facts import (
+    COMPILE_LIMIT_KEYWORD_SINCE,
     FLOAT_DYNAMIC_SINCE,
     FLOAT_POLICY_SINCE,
     INT_MODULE_ATTR_STATIC_SINCE,
-    PINNED,
     RECOMPILE_LIMIT_NAME_SINCE,
     SET_STANCE_SINCE,
     Release,
@@ -126,7 +126,14 @@ CASES = (
         raises=True,
         before=(INT_AS_INPUT,),
     ),
-    Case("DL101_run_counter_call_limit.py", "DL101", 4, limit_hit=True, severity="warning", needs=PINNED),
+    Case(
+        "DL101_run_counter_call_limit.py",
+        "DL101",
+        4,
+        limit_hit=True,
+        severity="warning",
+        needs=COMPILE_LIMIT_KEYWORD_SINCE,
+    ),
     Case(
         "DL101_run_counter_patched_limit.py",
         "DL101",

@@ -32,8 +32,10 @@ from oracle import FLOAT_ANY_POLICY, INT_AS_INPUT, ORACLE_PYTHON, Differs, earli
 from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static import link, summarize
 from dynamo_lens.torch_facts import (
+    BREAK_BEFORE_TENSOR_WORK_SKIPS_SINCE,
     FLOAT_DYNAMIC_SINCE,
     FLOAT_POLICY_SINCE,
+    MAYBE_MARK_GUARDED_SINCE,
     PINNED,
     RECOMPILE_LIMIT_NAME_SINCE,
     TORCH_NN_METHOD_COMPILE_SINCE,
@@ -246,7 +248,11 @@ CASES = (
     Case("DL203_literal_differs_between_calls.py", 2),  # the reference pass's default True, then False in the loop
     Case("DL203_literal_ints_differ_dynamic_false.py", 3),  # three int literals under dynamic=False
     Case("DL203_ok_literal_same_or_unread.py", 1),  # the same value, or a parameter the function never reads
-    Case("DL203_ok_literal_without_tensor_work.py", 1),  # no graph: the frame is skipped, nothing is guarded
+    Case(  # no graph: the frame is skipped, nothing is guarded; before 2.13 the string was guarded (a miss there)
+        "DL203_ok_literal_without_tensor_work.py",
+        1,
+        before=(Differs(BREAK_BEFORE_TENSOR_WORK_SKIPS_SINCE, 2, lines=frozenset()),),
+    ),
     Case("DL203_optional_mask_left_at_default.py", 2),  # a tensor at one call, None at the others: `is None` guarded
     Case("DL203_ok_optional_tensor_unread.py", 1),
     Case("DL203_dict_key_sets_differ.py", 3),  # an iterated dict input: each key set is an entry
@@ -267,7 +273,7 @@ CASES = (
     Case("DL206_ok_reset_and_compile_each_model.py", 2),  # one compile per model (the same forward, twice)
     # DL207: marking after the first call costs one compile
     Case("DL207_mark_after_warmup.py", 2),
-    Case("DL207_maybe_mark_alias.py", 2),
+    Case("DL207_maybe_mark_alias.py", 2, before=(Differs(MAYBE_MARK_GUARDED_SINCE, 1, lines=frozenset()),)),
     Case("DL207_in_loop_after_call.py", 2),
     Case("DL207_assigned_output.py", 2),
     Case("DL207_ok_mark_before.py", 1),

@@ -22,8 +22,8 @@ class Model(nn.Module):
 
 ## Use instead
 Fix the recompile cause reported as DL501 on the same frame. Raising the limit
-(`torch.compile(model, recompile_limit=16)` or `torch._dynamo.config.recompile_limit = 16`) only helps when the
-number of variants is genuinely bounded, such as a handful of fixed input shapes.
+(`torch.compile(model, recompile_limit=16)` from torch 2.12, or `torch._dynamo.config.recompile_limit = 16`) only
+helps when the number of variants is genuinely bounded, such as a handful of fixed input shapes.
 
 ## Known limitations
 Dynamo does not record which later calls ran eagerly; the report estimates their number when the shim could count

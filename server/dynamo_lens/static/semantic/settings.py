@@ -28,6 +28,7 @@ from dynamo_lens.static.semantic.contexts import FORCE_EAGER, SET_STANCE
 from dynamo_lens.static.summary import CompileSite, DynamoSetting
 from dynamo_lens.torch_facts import (
     ACCUMULATED_RECOMPILE_LIMIT,
+    COMPILE_LIMIT_KEYWORD_SINCE,
     FLOAT_DYNAMIC_SINCE,
     FLOAT_POLICY_SINCE,
     INT_MODULE_ATTR_DYNAMIC_SINCE,
@@ -330,7 +331,7 @@ def recompile_limit(index: WorkspaceIndex, sites: Iterable[CompileSite]) -> Limi
     related: list[Related] = []
     option = compile_option(sites, "recompile_limit")
     setting = _value_in_force(index, "recompile_limit", sites)
-    if option is not None and option[0] != "None":
+    if option is not None and option[0] != "None" and describes_since(COMPILE_LIMIT_KEYWORD_SINCE):
         value = _count(option[0])
         related.append(compiled_with(option, "recompile_limit"))
     elif setting is not None:
