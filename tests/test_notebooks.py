@@ -62,4 +62,5 @@ def test_kernel_cell_names_are_ipykernels() -> None:
     for text in texts:
         assert kernel_cell_name(text) == get_file_name(text).rpartition("/")[2], text
         assert is_kernel_cell_file(get_file_name(text))
-    assert not is_kernel_cell_file("/work/project/train.py")
+    for script in ("project/train.py", "project/123.py", "ipykernel_12/train.py"):  # a user's file, not a cell's
+        assert not is_kernel_cell_file(script)

@@ -32,15 +32,16 @@ def applied(source: str, edit: Edit) -> str:
         ("model.compile()\n", "model.compile(dynamic=True)\n"),
         ("m = wrap(torch.compile(M('é')))\n", "m = wrap(torch.compile(M('é'), dynamic=True))\n"),  # byte columns
         ("p = re.compile('x'); m = torch.compile(m)\n", "p = re.compile('x'); m = torch.compile(m, dynamic=True)\n"),
+        ("p = re.compile('x'); model.compile()\n", "p = re.compile('x'); model.compile(dynamic=True)\n"),
     ],
 )  # fmt: skip
 def test_the_keyword_goes_where_it_parses_and_applies(code: str, expected: str) -> None:
-    source = f"import torch\n\n{code}"
+    source = f"import re\nimport torch\n{code}"
     edit = add_keyword("m.py", 3, source, "dynamic", "True")
     assert edit is not None
     result = applied(source, edit)
     ast.parse(result)
-    assert result == f"import torch\n\n{expected}"
+    assert result == f"import re\nimport torch\n{expected}"
 
 
 @pytest.mark.parametrize(
@@ -49,12 +50,12 @@ def test_the_keyword_goes_where_it_parses_and_applies(code: str, expected: str) 
         "m = torch.compile(model, dynamic=True)\n",  # nothing to change
         "m = torch.compile(model, **settings)\n",  # it may hold the keyword already
         "a, b = torch.compile(m1), torch.compile(m2)\n",  # which one the run meant is not known
-        "p = re.compile('x'); m = model.compile()\n",
+        "pattern = re.compile('x')\n",  # the compile of another imported module
         "m = torch.jit.script(model)\n",
     ],
 )
 def test_nothing_is_offered_where_the_edit_could_be_wrong(code: str) -> None:
-    assert add_keyword("m.py", 3, f"import torch\n\n{code}", "dynamic", "True") is None
+    assert add_keyword("m.py", 3, f"import re\nimport torch\n{code}", "dynamic", "True") is None
 
 
 def test_refused_keywords_and_files_without_import_torch() -> None:

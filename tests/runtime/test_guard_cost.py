@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dynamo_lens.cli import main
-from dynamo_lens.runtime.guard_cost import KNOB, guard_filter_fix
+from dynamo_lens.runtime.guard_cost import KNOB, guard_filter_fix, guards_checked
 from dynamo_lens.runtime.report import load_report
 from dynamo_lens.runtime.shim import HIT_GAP_NS, LOOKUP_EVENT, REGION_EVENT, lookup_samples, summarise_costs
 
@@ -61,13 +61,10 @@ def test_a_miss_that_compiled_a_resume_frame_inside_a_region_and_threads_are_tol
             'model = torch.compile(Model(), backend="eager")\n',
             f'model = torch.compile(Model(), backend="eager", {KNOB_TEXT})\n',
         ),
-        ("model.compile()\n", f"model.compile({KNOB_TEXT})\n"),
-        ("@torch.compile\n", f"@torch.compile({KNOB_TEXT})\n"),
         ('model = torch.compile(Model(), mode="reduce-overhead")\n', None),  # torch refuses mode= with options=
-        ("model = torch.compile(Model(), options={})\n", None),
-        ("model = torch.compile(Model(), **settings)\n", None),
+        ("model = torch.compile(Model(), options={})\n", None),  # the user's own options would be lost
     ],
-)
+)  # where else the keyword goes, or not: test_compile_call_edit.py
 def test_the_knob_goes_into_the_compile_call_on_the_line(line: str, expected: str | None) -> None:
     source = f"import torch\n\n{line}def f(x):\n    return x\n"
     fix = guard_filter_fix("m.py", 3, source)
@@ -79,11 +76,6 @@ def test_the_knob_goes_into_the_compile_call_on_the_line(line: str, expected: st
     assert edit.span.line == edit.span.end_line == 3
     text = line[: edit.span.column - 1] + edit.new_text + line[edit.span.column - 1 :]
     assert text == expected
-
-
-def test_no_knob_without_import_torch() -> None:
-    assert guard_filter_fix("m.py", 2, "import torch as t\nmodel = t.compile(m)\n") is None
-    assert guard_filter_fix("m.py", 1, "model = torch.compile(m)\n") is None
 
 
 @pytest.mark.slow
@@ -121,8 +113,8 @@ def test_costly_guard_checks_are_reported_and_the_knob_makes_them_cheaper(
     [finding] = [f for f in json.loads(capfd.readouterr().out)["findings"] if f["code"] == "DL506"]
     assert (finding["line"], finding["severity"]) == (17, "info")
     assert re.match(r"guard checks [\d.]+ µs per call \(\d+% of [\d.]+ µs; \d+ guards", finding["message"])
-    before = load_report(tmp_path / "r.json").frames[0].cache_entries[0].guard_cost
-    assert before is not None and before.share >= 0.10
+    [[before]] = [frame.cache_entries for frame in load_report(tmp_path / "r.json").frames]
+    assert before.guard_cost is not None and before.guard_cost.share >= 0.10
 
     [fix] = finding["fixes"]
     [edit] = fix["edits"]
@@ -132,8 +124,10 @@ def test_costly_guard_checks_are_reported_and_the_knob_makes_them_cheaper(
     script.write_text("".join(lines))
     assert main(["run", "--guard-cost", "--report", "r.json", "--format", "json", script.name]) == 0
     assert [f for f in json.loads(capfd.readouterr().out)["findings"] if f["code"] == "DL506"] == []
-    after = load_report(tmp_path / "r.json").frames[0].cache_entries[0].guard_cost
-    assert after is not None and after.lookup_us * 2 <= before.lookup_us  # measured: 11.7 µs → 2.1 µs
+    [[after]] = [frame.cache_entries for frame in load_report(tmp_path / "r.json").frames]
+    checked = guards_checked(before), guards_checked(after)
+    assert checked[0] is not None and checked[1] is not None and checked[1] * 4 <= checked[0]  # measured 594 → 82
+    assert after.guard_cost is not None and after.guard_cost.lookup_us < before.guard_cost.lookup_us  # 13.8 → 2.1 µs
 
 
 @pytest.mark.slow

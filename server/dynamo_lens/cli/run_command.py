@@ -85,8 +85,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--guard-cost",
         action="store_true",
-        help="also measure what checking guards costs per call, with torch.profiler (torch 2.6 and later; the run is "
-        "slower, and the figures are steady-state medians)",
+        help="also measure what checking guards costs per call, with torch.profiler over the calls after each "
+        "compile (torch 2.8 and later; the figures are steady-state medians)",
     )
     parser.add_argument(
         "-m",

@@ -599,7 +599,7 @@ def _costly_guards(report: RunReport, lines: _SourceLines) -> list[Finding]:
             " Dynamo checks every guard of the entry before each call; dropping guards that cannot change "
             "(`guard_filter_fn`) makes the calls cheaper"
         )
-        data = {"compile_id": entry.compile_id, **found.cost.to_json(), "guard_count": entry.guard_count}
+        data = {"compile_id": entry.compile_id, **found.cost.to_json(), "guards": guard_cost.guards_checked(entry)}
         if at is None:
             findings.append(_finding(GUARD_CHECKS_COSTLY, lines.span(frame.path, frame.line), message, (), data))
             continue

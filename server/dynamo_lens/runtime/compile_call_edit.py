@@ -2,11 +2,12 @@
 is compiled (``dynamic=True``, a ``guard_filter_fn``) make it at the line the run recorded as the compile's
 (``CacheEntry.compiled_at``).
 
-The compile is ``torch.compile(...)``, ``model.compile(...)`` (which passes its arguments on), or a decorator
-``@torch.compile`` / ``@torch.compile(...)``. The keyword goes after the last argument, so a trailing comma and a
-call over several lines stay as they were; a keyword already passed gets its value replaced. Nothing is offered
-where the edit could be wrong: no such call on the line, several, ``**kwargs`` (it may hold the keyword already), or a
-keyword the caller names as refusing it (torch rejects ``mode=`` together with ``options=``).
+The compile is ``torch.compile(...)``, ``model.compile(...)`` (which passes its arguments on; not a ``compile`` of
+another imported module, such as ``re.compile``), or a decorator ``@torch.compile`` / ``@torch.compile(...)``. The
+keyword goes after the last argument, so a trailing comma and a call over several lines stay as they were; a keyword
+already passed gets its value replaced. Nothing is offered where the edit could be wrong: no such call on the line,
+several, ``**kwargs`` (it may hold the keyword already), or a keyword the caller names as refusing it (torch rejects
+``mode=`` together with ``options=``).
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ def add_keyword(
     if not imports_torch(module):
         return None
     found: list[ast.Call | ast.Attribute] = [*_compile_calls(module, line), *_bare_decorators(module, line)]
-    if len(found) > 1:  # `re.compile(...)` beside it, say: only torch's own
-        found = [node for node in found if _is_torch_compile(node.func if isinstance(node, ast.Call) else node)]
     if len(found) != 1:
         return None
     [node] = found
@@ -63,7 +62,9 @@ def _insert(columns: LineIndex, line: int | None, byte_column: int | None, text:
 
 
 def _compile_calls(module: ast.Module, line: int) -> list[ast.Call]:
-    """``….compile(...)`` calls starting on ``line``."""
+    """``torch.compile(...)`` and ``<module object>.compile(...)`` calls starting on ``line``: not ``re.compile``
+    and the like, a ``compile`` of a module the file imports under another name than ``torch``."""
+    others = _imported_modules(module) - {"torch"}
     return [
         node
         for node in ast.walk(module)
@@ -71,7 +72,18 @@ def _compile_calls(module: ast.Module, line: int) -> list[ast.Call]:
         and node.lineno == line
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "compile"
+        and not (isinstance(node.func.value, ast.Name) and node.func.value.id in others)
     ]
+
+
+def _imported_modules(module: ast.Module) -> set[str]:
+    """The names ``import x`` / ``import x.y`` / ``import x as y`` bind anywhere in the file."""
+    return {
+        alias.asname or alias.name.partition(".")[0]
+        for node in ast.walk(module)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
 
 
 def _bare_decorators(module: ast.Module, line: int) -> list[ast.Attribute]:
