@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from oracle import FLOAT_ANY_POLICY, INT_AS_INPUT, ORACLE_PYTHON, Differs, earliest_before, oracle_torch
+from test_guard_filter import CASES as GUARD_FILTER_CASES
 
 from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static import link, summarize
@@ -492,6 +493,7 @@ def _per_value(case: Case) -> bool:
 @pytest.mark.parametrize("code", CODES)
 def test_every_fixture_of_a_usage_code_is_measured(code: str) -> None:
     covered = {case.root for case in CASES if case.code == code}
+    covered |= {FIXTURES / case.fixture for case in GUARD_FILTER_CASES if case.code == code}  # one process each
     fixtures = set(FIXTURES.glob(f"{code}*"))
     assert fixtures == covered, fixtures ^ covered
     with_marks = [case for case in CASES if case.code == code and marked_lines(case)]

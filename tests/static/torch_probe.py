@@ -7,11 +7,13 @@ goes to stdout, keyed by the script's path::
 
     {"compiles": {"f:12": 8}, "recompiles": [{"frame": "f", "guard": "G['SCALE'] == 2", "path": ..., "line": 12}],
      "graph_breaks": [{"path": ..., "line": 14, "gb_type": "...", "gb_id": "GB0124"}],
-     "limit_hits": ["recompile_limit"], "error": null}
+     "limit_hits": ["recompile_limit"], "error": null, "stale_results": null}
 
-Scripts must not depend on each other; their own stdout is discarded. ``torch._dynamo`` is imported only when the
-first script compiles, as in a fresh ``python script.py``: a script that sets the environment variables Dynamo reads
-its settings from on that import (``TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS``) must run first, alone in its probe.
+``stale_results`` is the script's own global ``STALE_RESULTS`` (how many compiled calls returned something else than
+eager code would), for scripts that check it. Scripts must not depend on each other; their own stdout is discarded.
+``torch._dynamo`` is imported only when the first script compiles, as in a fresh ``python script.py``: a script that
+sets the environment variables Dynamo reads its settings from on that import (``TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS``)
+must run first, alone in its probe.
 """
 
 from __future__ import annotations
@@ -141,6 +143,7 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
     forget_global_module_hooks()
     recorder.records.clear()
     error = None
+    scope: dict[str, Any] = {}
     # Like `python path`: the script's directory first on sys.path, so a multi-file case imports its siblings;
     # the modules it imported are forgotten afterwards so the next case gets fresh ones.
     modules_before = set(sys.modules)
@@ -148,7 +151,7 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
     with contextlib.redirect_stdout(io.StringIO()), dynamo_config_restored():
         try:
             signal.alarm(SCENARIO_TIMEOUT_S)  # a hanging scenario fails alone instead of stalling the batch
-            runpy.run_path(path, run_name="__main__")
+            scope = runpy.run_path(path, run_name="__main__")
         except BaseException as exc:  # the scenario's own failure is data (e.g. FailOnRecompileLimitHit)
             error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         finally:
@@ -182,6 +185,7 @@ def run_scenario(path: str, recorder: Recorder, ids: dict[str, str]) -> dict[str
         "graph_breaks": graph_breaks,
         "limit_hits": limit_hits,
         "error": error,
+        "stale_results": scope.get("STALE_RESULTS"),
     }
 
 

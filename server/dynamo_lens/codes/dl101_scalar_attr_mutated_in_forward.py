@@ -78,7 +78,13 @@ The cost depends on the project's settings, which the scan reads (measured on 2.
   call, the first recompile raises `RuntimeError`, or every later call runs eagerly (1 compile). The message says
   which, and where the stance is set;
 * `torch.compiler.set_stance("force_eager")`, found the same way, runs every call eagerly (measured: 0 compiles). The
-  finding, like any finding of every code on code compiled only under that stance, is then a hint that names it.
+  finding, like any finding of every code on code compiled only under that stance, is then a hint that names it;
+* a `guard_filter_fn` in the site's `options=` (torch 2.8+) decides whether the guard exists at all:
+  `torch.compiler.skip_guard_on_all_nn_modules_unsafe` and `keep_tensor_guards_unsafe` drop the guards on module
+  attributes, so nothing recompiles and the compiled code keeps using the value it was compiled with (measured: 1
+  compile, results computed with the first value): the finding is then a *warning* about a silent wrong result, and a
+  fix that raises the limit is not offered; `skip_guard_on_inbuilt_nn_modules_unsafe` drops only the guards on
+  torch.nn's own modules and changes nothing here; a filter of the project's own (a lambda) makes the finding a hint.
 
 ## Known limitations
 The analysis follows `self.<name>` reads and writes in evaluation order through methods called as `self.method()`,
@@ -130,7 +136,7 @@ from dynamo_lens.static.semantic.state_flow import (
 )
 from dynamo_lens.static.semantic.values import SCALAR_KINDS
 from dynamo_lens.static.summary import AttrKind, CompileSite
-from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, UNSPEC_INT_FLAG_SINCE, torch_name
+from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, MODULE_STATE, UNSPEC_INT_FLAG_SINCE, torch_name
 
 RULE = Rule(
     code="DL101",
@@ -294,6 +300,7 @@ def _finding(
         related=related,
         fixes=fixes,
         data={"attribute": attr.attr, "kind": kind, "class": flow.cls[1], "unbounded": unbounded},
+        guards_on=MODULE_STATE if module else "",
     )
 
 

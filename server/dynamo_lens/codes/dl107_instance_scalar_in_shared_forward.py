@@ -30,6 +30,11 @@ with `dynamic=False` or the project sets `automatic_dynamic_shapes = False` or `
 entry per value, and 12 blocks hit the limit (8 compiles, warning). Compiled with `dynamic=True` (and floats not
 specialised) the float is symbolic from the first call: no finding.
 
+Compiled with `options={"guard_filter_fn": torch.compiler.skip_guard_on_all_nn_modules_unsafe}` (or
+`keep_tensor_guards_unsafe`; torch 2.8+), nothing checks which instance or which value a call runs on: the 12 blocks
+share one entry (measured: 1 compile) and every block after the first computes with the first block's value, a silent
+wrong result reported as a warning; a filter of the project's own (a lambda) makes the finding a hint.
+
 The parameters of the layers an instance holds are guarded too, by shape, and their shapes stay static: twelve blocks
 whose `nn.Linear` layers take the block's width compiled 8 times and hit the limit, whether the site says
 `dynamic=True`, `dynamic=False` or nothing and with `force_parameter_static_shapes = False` (warning); four widths
@@ -107,7 +112,7 @@ from dynamo_lens.static.semantic.instances import CHOICE, InstanceArgument, inst
 from dynamo_lens.static.semantic.state_flow import ints_made_dynamic
 from dynamo_lens.static.semantic.usage import READ_EVENTS
 from dynamo_lens.static.summary import AttrInit, CompileSite, StateEvent
-from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, torch_name
+from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, MODULE_STATE, torch_name
 
 RULE = Rule(
     code="DL107",
@@ -346,6 +351,7 @@ def _finding(
         related=related,
         fixes=fixes,
         data={"attribute": init.name, "class": cls[1], "kind": kind, "values": count or "unknown"},
+        guards_on=MODULE_STATE if kind != CHOICE else "",
     )
 
 

@@ -55,6 +55,13 @@ times) compiles once per value it is set to (measured: 3 compiles for two change
 condition holds is the program's business); compiled with `dynamic=True` it is symbolic from the first call (1
 compile: no finding).
 
+A `guard_filter_fn` in the site's `options=` (torch 2.8+) decides whether the guard exists at all:
+`torch.compiler.skip_guard_on_all_nn_modules_unsafe` and `keep_tensor_guards_unsafe` drop the guards on module
+attributes, so nothing recompiles and the compiled module keeps using the value it was compiled with (measured: 1
+compile for 12 values, each later call computed with the first): a *warning* about a silent wrong result.
+`skip_guard_on_inbuilt_nn_modules_unsafe` drops only the guards on torch.nn's own modules (measured: 8 compiles and
+the limit, as without it); a filter of the project's own (a lambda) makes the finding a hint.
+
 ## Known limitations
 The receiver is a name bound in the same file to a module instance that is compiled (`torch.compile(model)`,
 `model.compile()`) or to the compiled wrapper, or any expression the workspace model resolves to one: an attribute
@@ -101,7 +108,7 @@ from dynamo_lens.static.semantic.usage import (
 )
 from dynamo_lens.static.semantic.values import SCALAR_KINDS
 from dynamo_lens.static.summary import AttrWrite, CallSite, Candidate, CompileSite
-from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, torch_name
+from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, MODULE_STATE, torch_name
 
 RULE = Rule(
     code="DL111",
@@ -266,7 +273,9 @@ def judge(candidate: StateChange, index: WorkspaceIndex) -> Iterator[Finding]:
         related.append(setting)
     if severity is RULE.default_severity:
         related.extend(limit.related)
-    yield index.finding(RULE, candidate.span, message, (candidate.site,), severity=severity, related=related)
+    yield index.finding(
+        RULE, candidate.span, message, (candidate.site,), severity=severity, related=related, guards_on=MODULE_STATE
+    )
 
 
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:

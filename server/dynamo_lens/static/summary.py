@@ -324,6 +324,9 @@ class CompileSite:
     torch.compile(self._step)``): the methods of its class that read it back, the only ones that run it. A subclass
     that overrides them all never runs compiled code (torchrl's ``AsyncEnvPool.step_and_maybe_reset``). Empty when
     the callable is not kept on ``self`` or no method of the class reads it."""
+    guard_filter: str = ""
+    """The ``guard_filter_fn`` of its ``options={...}``: a dotted name (``torch.compiler.keep_tensor_guards_unsafe``),
+    the source text of one the scan cannot resolve, or ``""``."""
 
     @property
     def order(self) -> tuple[str, int, int]:

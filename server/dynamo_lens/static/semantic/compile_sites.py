@@ -110,6 +110,7 @@ class _Finder:
             names=(definition.name,),
             module_names=(definition.name,) if scope.kind == "module" else (),
             options=self._options(keywords),
+            guard_filter=self._guard_filter(keywords),
             in_loop=False,
         )
 
@@ -143,6 +144,7 @@ class _Finder:
             module_names=module_names,
             assigned=assigned,
             options=self._options(keywords),
+            guard_filter=self._guard_filter(keywords),
             in_loop=at.loop_depth > 0,
             published=in_function and (bool(module_names) or self._stored_in_module(call, compiled)),
             requires=tuple(r for r in at.requires if not r[0].startswith(SELF_FLAG)),
@@ -188,6 +190,16 @@ class _Finder:
 
     def _options(self, keywords: list[ast.keyword]) -> tuple[tuple[str, str], ...]:
         return tuple((k.arg, self.ctx.source(k.value)) for k in keywords if k.arg is not None)
+
+    def _guard_filter(self, keywords: list[ast.keyword]) -> str:
+        """The ``guard_filter_fn`` an ``options={...}`` display names: its dotted name, or its source text when the
+        name cannot be resolved (a lambda, a local function); ``""`` without one."""
+        for keyword in keywords:
+            if keyword.arg == "options" and isinstance(keyword.value, ast.Dict):
+                for key, value in zip(keyword.value.keys, keyword.value.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == "guard_filter_fn":
+                        return self.ctx.resolve(value) or self.ctx.source(value)
+        return ""
 
 
 def _runners(call: ast.Call, assigned: tuple[str, ...], scope: Scope) -> tuple[str, ...]:

@@ -36,6 +36,7 @@ from dynamo_lens.static.summary import (
     MethodSummary,
     Ref,
 )
+from dynamo_lens.torch_facts import torch_name
 
 __all__ = ["ClassKey", "FunctionKey", "Node", "Symbol", "WorkspaceIndex"]
 
@@ -170,10 +171,13 @@ class WorkspaceIndex:
         fixes: Iterable[Fix] = (),
         data: Mapping[str, Any] | None = None,
         where: Node | None = None,
+        guards_on: str = "",
     ) -> Finding:
         """A finding of ``rule``: ``severity`` (default: the rule's) when reached by a compile site, else a hint.
         ``where``: the function or method the flagged code is in (by default the one around ``span``, for the call
-        path from each site)."""
+        path from each site). ``guards_on``: the family of the guard the cost rests on (``torch_facts.MODULE_STATE``,
+        ``GLOBALS``), which a ``guard_filter_fn`` at the sites may drop: then nothing recompiles and the compiled code
+        keeps the value it compiled with (a warning), or, for a filter the scan cannot read, the cost is a hint."""
         shown = sorted(set(sites), key=attrgetter("order"))
         if where is None and shown:
             where = self._node_at(span)
@@ -185,6 +189,11 @@ class WorkspaceIndex:
             stance = f'`{SET_STANCE}("{FORCE_EAGER}")`'
             message += f" (a hint: {stance} runs this compiled code eagerly)"
             related = (*related, Related(forced.span, f"{stance} is called here"))
+        elif guards_on and shown and severity is not Severity.HINT:
+            found = settings.guard_filter(shown, guards_on)
+            message, severity, related = _filtered(found, message, severity, related)
+            if found is not None and found.drops:  # nothing recompiles: a higher limit changes nothing
+                fixes = [f for f in fixes if not any("recompile_limit" in e.new_text for e in f.edits)]
         return Finding(
             code=rule.code,
             severity=(severity or rule.default_severity) if shown else Severity.HINT,
@@ -215,3 +224,21 @@ class WorkspaceIndex:
                 if method.span.line <= span.line and (best is None or method.span.line > best[0]):
                     best = (method.span.line, ("method", (span.path, cls.qualname), method.name))
         return best[1] if best is not None else None
+
+
+def _filtered(
+    found: settings.GuardFilter | None, message: str, severity: Severity | None, related: Iterable[Related]
+) -> tuple[str, Severity | None, tuple[Related, ...]]:
+    """A finding's message, severity and related locations under the ``guard_filter_fn`` ``found`` (None: none)."""
+    if found is None:
+        return message, severity, tuple(related)
+    related = (*related, found.related)
+    if not found.drops:
+        return f"{message} (a hint: `guard_filter_fn={found.name}` may drop this guard)", Severity.HINT, related
+    what = message.split(": ", 1)[0]
+    return (
+        f"{what}: `guard_filter_fn={found.name.rpartition('.')[2]}` drops that guard ({torch_name()}), so nothing "
+        "recompiles and the compiled code keeps using the value it was compiled with: a silent wrong result",
+        Severity.WARNING,
+        related,
+    )

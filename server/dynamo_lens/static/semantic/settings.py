@@ -31,6 +31,8 @@ from dynamo_lens.torch_facts import (
     COMPILE_LIMIT_KEYWORD_SINCE,
     FLOAT_DYNAMIC_SINCE,
     FLOAT_POLICY_SINCE,
+    GUARD_FILTER_SINCE,
+    GUARD_FILTERS,
     INT_MODULE_ATTR_DYNAMIC_SINCE,
     INT_MODULE_ATTR_STATIC_SINCE,
     RECOMPILE_LIMIT,
@@ -426,6 +428,36 @@ def compile_option(sites: Iterable[CompileSite], key: str) -> tuple[str, Compile
             return None
         found = found or (value, site)
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class GuardFilter:
+    """The ``guard_filter_fn`` that decides whether the guard a finding's cost rests on exists at all."""
+
+    name: str
+    """As the site names it (``torch.compiler.keep_tensor_guards_unsafe``, or the source of a lambda)."""
+    site: CompileSite
+    drops: bool
+    """The filter is one torch ships and drops the guard; False for a filter the scan cannot read."""
+
+    @property
+    def related(self) -> Related:
+        return Related(self.site.span, f"compiled with `guard_filter_fn={self.name}` here")
+
+
+def guard_filter(sites: Iterable[CompileSite], family: str) -> GuardFilter | None:
+    """How the ``guard_filter_fn`` of ``sites`` treats guards of ``family`` (``torch_facts.MODULE_STATE``,
+    ``GLOBALS``): dropped when every site passes a shipped filter that drops them (torch 2.8 and later); unreadable
+    when a site passes a filter of its own (it may keep or drop them); None when the guard stays."""
+    sites = tuple(sites)
+    if not sites or not describes_since(GUARD_FILTER_SINCE):
+        return None
+    unread = next((s for s in sites if s.guard_filter and s.guard_filter not in GUARD_FILTERS), None)
+    if unread is not None:
+        return GuardFilter(unread.guard_filter, unread, drops=False)
+    if all(family in GUARD_FILTERS.get(s.guard_filter, ()) for s in sites):
+        return GuardFilter(sites[0].guard_filter, sites[0], drops=True)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
