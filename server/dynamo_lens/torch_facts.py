@@ -243,25 +243,26 @@ GUARD_FILTER_SINCE = Release(2, 8)
 """``torch.compile(..., options={"guard_filter_fn": ...})`` and the filters ``torch.compiler`` ships for it
 (``skip_guard_on_*_unsafe``, ``keep_tensor_guards_unsafe``): added in 2.8 (absent from 2.7.1's
 ``torch/compiler/__init__.py``)."""
-MODULE_STATE, GLOBALS = "module state", "globals"
+MODULE_STATE, TORCH_NN_STATE, GLOBALS = "module state", "torch.nn module state", "globals"
 """Families of guards a shipped ``guard_filter_fn`` drops: attributes of ``nn.Module`` instances (a counter, a layer
-index, a flag) and module-level names of the compiled code's globals."""
+index, a flag), those of ``torch.nn``'s own layers only (a ``Dropout``'s ``training``), and module-level names of the
+compiled code's globals."""
 GUARD_FILTERS: dict[str, frozenset[str]] = {
-    "torch.compiler.skip_guard_on_inbuilt_nn_modules_unsafe": frozenset(),  # torch.nn's own modules only
-    "torch.compiler.skip_guard_on_all_nn_modules_unsafe": frozenset({MODULE_STATE}),
+    "torch.compiler.skip_guard_on_inbuilt_nn_modules_unsafe": frozenset({TORCH_NN_STATE}),
+    "torch.compiler.skip_guard_on_all_nn_modules_unsafe": frozenset({MODULE_STATE, TORCH_NN_STATE}),
     "torch.compiler.skip_guard_on_globals_unsafe": frozenset({GLOBALS}),
-    "torch.compiler.keep_tensor_guards_unsafe": frozenset({MODULE_STATE, GLOBALS}),
+    "torch.compiler.keep_tensor_guards_unsafe": frozenset({MODULE_STATE, TORCH_NN_STATE, GLOBALS}),
 }
 """What each shipped filter drops (``torch/compiler/__init__.py``, 2.8 to 2.14): guards whose source
-``is_unspecialized_nn_module()``, guards with ``is_global``, every guard but ``TENSOR_MATCH``. Measured on 2.13
-(``backend="eager"``): an int counter of a module bumped in ``forward``, an int attribute set between calls and a layer
-index read by blocks compiled one by one compiled once under ``skip_guard_on_all_nn_modules_unsafe`` and
-``keep_tensor_guards_unsafe``, and returned results computed with the first value; a float global changed between calls
-compiled once under ``skip_guard_on_globals_unsafe`` (stale results as well).
-``skip_guard_on_inbuilt_nn_modules_unsafe``
-left a user module's int guarded (one compile per value). After ``torch._dynamo.reset()``, a process that compiled
-with a filter before keeps the guards of the next compile with one (5 compiles for 5 values on 2.13): each
-measurement runs in a fresh process."""
+``is_unspecialized_builtin_nn_module()``, or ``is_unspecialized_nn_module()``, guards with ``is_global``, every guard
+but ``TENSOR_MATCH``. Measured on 2.13 (``backend="eager"``): an int counter of a module bumped in ``forward``, an int
+attribute set between calls and a layer index read by blocks compiled one by one compiled once under
+``skip_guard_on_all_nn_modules_unsafe`` and ``keep_tensor_guards_unsafe``, and returned results computed with the first
+value; a float global changed between calls compiled once under ``skip_guard_on_globals_unsafe`` (stale results as
+well). ``skip_guard_on_inbuilt_nn_modules_unsafe`` left a user module's int and its own ``self.training`` guarded
+(one compile per value) and dropped a ``Dropout``'s ``training`` (``.eval()`` compiled nothing, the layer kept
+dropping). After ``torch._dynamo.reset()``, a process that compiled with a filter before keeps the guards of the next
+compile with one (5 compiles for 5 values on 2.13): each measurement runs in a fresh process."""
 FLOAT_DYNAMIC_SINCE = Release(2, 6)
 """Measured: a float attribute that changes on every call compiled 8 times with the limit on 2.4.1 and 2.5.1 (floats
 were specialised, ``specialize_float`` on by default), whatever ``dynamic=`` said, and twice from 2.6.0."""

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from oracle import ORACLE_PYTHON, oracle_torch
+from test_guard_filter import CASES as GUARD_FILTER_CASES
 
 from dynamo_lens.model import Severity
 from dynamo_lens.torch_facts import GLOBAL_INCREMENT_UNGUARDED_SINCE, PINNED, RANGE_OF_TENSOR_ITEM_SINCE, Release
@@ -418,6 +419,7 @@ def test_static_findings_are_where_torch_acts(case: Case, observed: dict[str, Ob
 def test_every_fixture_of_a_verified_code_is_run_under_torch(code: str) -> None:
     cases = [case for case in CASES if case.code == code]
     covered = {case.script for case in cases} | {case.script.parent for case in cases}
+    covered |= {FIXTURES / case.fixture for case in GUARD_FILTER_CASES if case.code == code}  # one process each
     fixtures = set(FIXTURES.glob(f"{code}*"))
     assert fixtures - covered == set(), "add a Case for each fixture"
     assert len([c for c in cases if c.expect is not Expect.QUIET]) >= 3

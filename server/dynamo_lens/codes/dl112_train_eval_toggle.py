@@ -66,7 +66,7 @@ from dynamo_lens.static.semantic.program import (
 )
 from dynamo_lens.static.semantic.usage import READ_EVENTS
 from dynamo_lens.static.summary import CompileSite, ModeSwitch
-from dynamo_lens.torch_facts import torch_name
+from dynamo_lens.torch_facts import MODULE_STATE, TORCH_NN_STATE, torch_name
 
 RULE = Rule(
     code="DL112",
@@ -96,7 +96,7 @@ def _sets_up(index: WorkspaceIndex, path: str, switch: ModeSwitch) -> bool:
 
 def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
     trained = _trained_holders(index)
-    found: dict[frozenset[Value], list[tuple[str, ModeSwitch, Span | None, list[CompileSite]]]] = {}
+    found: dict[frozenset[Value], list[tuple[str, ModeSwitch, Span | None, list[CompileSite], str]]] = {}
     for path, switch in switches(index):
         if switch.mode == "train" or _sets_up(index, path, switch):
             continue
@@ -105,18 +105,19 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
         if not sites:
             continue
         values = frozenset(v for site in sites for v in index.reach.site_values(site))
-        if not index.memo(("DL112.reads_training", values), partial(_reads_training, index, values)):
+        readers = index.memo(("DL112.reads_training", values), partial(_training_guards, index, values))
+        if not readers:
             continue  # nothing compiled there is known to read `training`: one entry serves both modes
         if _restored_unused(index, path, switch, sites) or _restores(index, path, switch, sites):
             continue  # eval() around work that never calls the compiled code, then the mode is put back
         earlier = _called_before(index, path, switch, sites)
         if earlier is None and not trained & set(holders):
             continue  # never back in training mode: only one mode is compiled
-        found.setdefault(frozenset(holders), []).append((path, switch, earlier, sites))
+        found.setdefault(frozenset(holders), []).append((path, switch, earlier, sites, readers))
     for same in found.values():
         # one finding per object holding compiled state: at a switch right after a compiled call, else the first
-        path, switch, earlier, sites = next((entry for entry in same if entry[2] is not None), same[0])
-        yield _finding(index, path, switch, sites, earlier)
+        path, switch, earlier, sites, readers = next((entry for entry in same if entry[2] is not None), same[0])
+        yield _finding(index, path, switch, sites, earlier, readers)
 
 
 def _trained_holders(index: WorkspaceIndex) -> set[Value]:
@@ -183,7 +184,7 @@ def _restores(index: WorkspaceIndex, path: str, switch: ModeSwitch, sites: list[
 
 
 def _finding(
-    index: WorkspaceIndex, path: str, switch: ModeSwitch, sites: list[CompileSite], earlier: Span | None
+    index: WorkspaceIndex, path: str, switch: ModeSwitch, sites: list[CompileSite], earlier: Span | None, readers: str
 ) -> Finding:
     mode = "a mode chosen at run time" if switch.mode == "runtime" else "eval"
     cost = "2 compiles in all; both are reused afterwards"
@@ -195,21 +196,23 @@ def _finding(
         f"True`), so the other mode compiles a second entry ({cost})"
     )
     related = (Related(earlier, "the compiled module ran here in training mode"),) if earlier is not None else ()
-    return index.finding(RULE, switch.span, message, sites, related=related)
+    return index.finding(RULE, switch.span, message, sites, related=related, guards_on=readers)
 
 
-def _reads_training(index: WorkspaceIndex, compiled: Iterable[Value]) -> bool:
-    """Whether a compiled module, or one of its submodules, reads ``training``: a workspace class whose methods read
-    ``self.training``, or a ``torch.nn`` layer whose forward does (Dropout, BatchNorm ...)."""
+def _training_guards(index: WorkspaceIndex, compiled: Iterable[Value]) -> str:
+    """Which modules' ``training`` the compiled code is guarded on, as the family a ``guard_filter_fn`` may drop:
+    ``MODULE_STATE`` when a workspace class among the compiled module and its submodules reads ``self.training``,
+    ``TORCH_NN_STATE`` when only ``torch.nn`` layers do (Dropout, BatchNorm ...), ``""`` when none is known to."""
     modules = set(index.evaluator.submodules(compiled, recursive=True))
     modules.update(v for v in compiled if isinstance(v, Instance | External))
+    found = ""
     for module in modules:
         if isinstance(module, External) and module.instance and module.dotted.startswith("torch.nn."):
             if MODE_SENSITIVE.search(module.dotted.rpartition(".")[2]):
-                return True
+                found = TORCH_NN_STATE
         elif isinstance(module, Instance) and _reads_own_training(index, module.cls):
-            return True
-    return False
+            return MODULE_STATE
+    return found
 
 
 def _reads_own_training(index: WorkspaceIndex, key: ClassKey) -> bool:

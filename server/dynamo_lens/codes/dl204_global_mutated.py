@@ -35,6 +35,12 @@ Dynamo guards every global a compiled frame reads. What the guard checks depends
 
 The failing guard points at the read inside the compiled code, which is where this finding is reported.
 
+A `guard_filter_fn` in the site's `options=` (torch 2.8+) decides whether the guard on a global name exists:
+`torch.compiler.skip_guard_on_globals_unsafe` and `keep_tensor_guards_unsafe` drop it, so a global int rebound
+between calls never recompiles and the compiled code keeps using its first value (measured: 1 compile for 12 values,
+every later result computed with the first): a *warning* about a silent wrong result. A filter of the project's own
+makes the finding a hint.
+
 ## Example
 ```python
 SCALE = 1
@@ -112,7 +118,7 @@ from dynamo_lens.static.semantic.bodies import (
 from dynamo_lens.static.semantic.evaluate import FunctionValue
 from dynamo_lens.static.semantic.values import ValueKind, kind_of, merge_kinds, range_loop_names
 from dynamo_lens.static.walk import SHRINKING_METHODS
-from dynamo_lens.torch_facts import GLOBAL_INCREMENT_UNGUARDED_SINCE, describes_since, torch_name
+from dynamo_lens.torch_facts import GLOBAL_INCREMENT_UNGUARDED_SINCE, GLOBALS, describes_since, torch_name
 
 if TYPE_CHECKING:
     from dynamo_lens.static.semantic.index import WorkspaceIndex
@@ -496,6 +502,7 @@ def _candidate(
             ("setters", _setters(rebinds)),
             *((("subject", subject), ("guard", guard)) if cost == AUTOMATIC_DYNAMIC_COST else ()),
         ),
+        guards_on=GLOBALS if is_name else "",
     )
 
 

@@ -78,6 +78,9 @@ class InsideCompiledCandidate(Candidate):
     cells_of: str = ""
     """For a hazard in closure cells: the function whose locals they are. Where every compile that reaches the
     candidate's function also runs that one, each call makes new cells and no guard on them outlasts it."""
+    guards_on: str = ""
+    """The family of the guard its cost rests on (``torch_facts.GLOBALS``), which a ``guard_filter_fn`` may drop
+    (:meth:`WorkspaceIndex.finding`)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -421,6 +424,7 @@ def judge(candidate: InsideCompiledCandidate, index: WorkspaceIndex) -> Iterator
         severity=severity,
         related=related,
         data=data,
+        guards_on=candidate.guards_on,
     )
 
 
