@@ -2,13 +2,14 @@
 
 ## What it does
 Flags a read, in `forward` (or a method it calls), of a Python `int`, `float`, `bool` or `str` attribute that differs
-between the instances of a class that are compiled one by one: regional compilation of a stack of layers
-(`for block in model.blocks: block.compile()`, `model.layers[i] = torch.compile(layer)`, an `isinstance` filter
-over `model.modules()`) whose constructor stored a per-layer value: `Block(cfg, layer_idx=i)` in a loop over
-`range()`, `Block(is_first=i == 0)`, `Attention(window if i % 2 == 0 else None)` inside each layer, or
-`Block(modulation=True)` in one stack and `Block(modulation=False)` in another. Also flags a `torch.nn` layer that
-such a constructor argument sizes (`self.up = nn.Linear(32, width)` with `Block(16 * (i + 1))`), at its first call in
-the compiled `forward`.
+between the instances of a class that are compiled one by one: regional compilation of a stack of layers (`for block in
+model.blocks: block.compile()`, `model.layers[i] = torch.compile(layer)`, an `isinstance` filter over `model.modules()`,
+or a filter on the class's name, `submod.__class__.__name__ in self._repeated_blocks`, as diffusers'
+`compile_repeated_blocks` does, where each model class lists its block classes) whose constructor stored a per-layer
+value: `Block(cfg, layer_idx=i)` in a loop over `range()`, `Block(is_first=i == 0)`, `Attention(window if i % 2 == 0
+else None)` inside each layer, or `Block(modulation=True)` in one stack and `Block(modulation=False)` in another. Also
+flags a `torch.nn` layer that such a constructor argument sizes (`self.up = nn.Linear(32, width)` with `Block(16 * (i +
+1))`), at its first call in the compiled `forward`.
 
 ## Why it matters
 All the instances share one `forward` code object, and Dynamo keeps one cache of compiled entries per code object.
@@ -75,13 +76,14 @@ a loop counter (or an expression of it, or one of two values picked by it), or d
 different places. A loop's own names count as the counter does: `is_full = (i + 1) % 4 == 0`, `attention = cfg if
 is_full else None`, or a name bound in both arms of `if i < n_dense:`. For a layer built from a config object whose
 `build()` makes the class around it (torchtitan's `Block.Config(moe=...)`, linked by `__init_subclass__`), the config's
-field is read as `__init__` reads it (`self.moe_enabled = config.moe is not None`). Only compile sites that sit in a
-loop are taken as compiling instances (or the layers holding them) one by one: a loop that compiles several whole models
-would be taken the same way. A read that runs only under a condition is a hint. The number of values is stated when the
-loop runs over a literal `range()`. A layer counts as sized by a parameter when `__init__` builds one of the `torch.nn`
-layers with weights (`Linear`, `Conv*`, `*Norm`, `Embedding`, ...) with the parameter among the arguments; custom layers
-and sizes computed elsewhere are not followed. A value that reaches the constructor through a helper's parameter
-(`_make_attention(layer_id)`) is not followed.
+field is read as `__init__` reads it (`self.moe_enabled = config.moe is not None`). A class-name filter that reads a
+class attribute through `self` counts the lists of the classes `self` can be: every subclass that sets one when a
+caller's model is unknown. Only compile sites that sit in a loop are taken as compiling instances (or the layers holding
+them) one by one: a loop that compiles several whole models would be taken the same way. A read that runs only under a
+condition is a hint. The number of values is stated when the loop runs over a literal `range()`. A layer counts as sized
+by a parameter when `__init__` builds one of the `torch.nn` layers with weights (`Linear`, `Conv*`, `*Norm`,
+`Embedding`, ...) with the parameter among the arguments; custom layers and sizes computed elsewhere are not followed. A
+value that reaches the constructor through a helper's parameter (`_make_attention(layer_id)`) is not followed.
 
 ## Fix safety
 Where the value should live depends on how the layer uses it, so no fix moves it. When a literal `range(N)` with N past

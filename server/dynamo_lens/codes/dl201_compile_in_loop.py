@@ -105,7 +105,7 @@ def collect(ctx: FileContext) -> Iterator[UsageCandidate]:
         if loops:
             bound = bound_in(loops[-1])
             compiled = call.func.value if site.form == "method" and isinstance(call.func, ast.Attribute) else None
-            compiled = call.args[0] if call.args else compiled
+            compiled = call.args[0] if call.args and compiled is None else compiled
             if compiled is not None and names_in(compiled) & bound:
                 continue  # a different model per iteration: each one needs its own wrapper
             if _runs_once(loops[-1], call):

@@ -156,6 +156,16 @@ class InstanceOf(Expr):
 
 
 @dataclass(frozen=True, slots=True)
+class NamedInstanceOf(Expr):
+    """``value``, known from a test of its class's name that guards the use (``m.__class__.__name__ in names``) to be
+    an instance of a workspace class whose name is one of the strings ``names`` holds (a literal list, or a class
+    attribute read through ``self``: diffusers' ``_repeated_blocks``)."""
+
+    names: Expr
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
 class Local(Expr):
     """Which object a local variable holds: the identity of the variable ``name`` of the function ``function``,
     next to what was assigned to it (in a :class:`OneOf`). Two uses of one variable hold the same object even when
@@ -209,6 +219,8 @@ def refs_in(expr: Expr) -> Iterator[Ref]:
         elif isinstance(node, InstanceOf):
             yield from node.classes
             pending.append(node.value)
+        elif isinstance(node, NamedInstanceOf):
+            pending.extend((node.names, node.value))
         elif isinstance(node, Compiled | Given):
             pending.append(node.value)
         elif isinstance(node, Call):

@@ -154,8 +154,8 @@ class _Finder:
     def _is_module_compile(self, call: ast.Call) -> bool:
         """``model.compile(...)`` is ``nn.Module.compile``; ``re.compile(p)``, Keras' ``compile(optimizer=...)`` not."""
         func = call.func
-        if call.args or not isinstance(func, ast.Attribute):
-            return False
+        if any(not isinstance(a, ast.Starred) for a in call.args) or not isinstance(func, ast.Attribute):
+            return False  # `submod.compile(*args, **kwargs)` forwards a caller's keywords
         if any(k.arg in _KERAS_COMPILE_KEYWORDS for k in call.keywords):
             return False
         receiver = self.ctx.ref(func.value)

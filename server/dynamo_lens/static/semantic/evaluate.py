@@ -20,6 +20,7 @@ Every evaluation is bounded (depth, number of values, callers followed) and cycl
 
 from __future__ import annotations
 
+import ast
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from dynamo_lens.static import exprs
 from dynamo_lens.static.exprs import Expr
 from dynamo_lens.static.semantic.classes import Hierarchy
 from dynamo_lens.static.semantic.workspace import ClassKey, Files, FunctionKey, Symbol
-from dynamo_lens.static.summary import CallSite, FunctionSummary, MethodSummary, Ref
+from dynamo_lens.static.summary import LOCAL, CallSite, FunctionSummary, MethodSummary, Ref
 from dynamo_lens.torch_facts import is_torch_nn_module
 
 MAX_DEPTH = 24
@@ -435,6 +436,8 @@ class Evaluator:
             return {v for option in expr.options for v in self.evaluate(option, path, env)}
         if isinstance(expr, exprs.InstanceOf):
             return self._instances_of(path, expr, env)
+        if isinstance(expr, exprs.NamedInstanceOf):
+            return self._named_instances(path, expr, env)
         if isinstance(expr, exprs.Local):
             return {Slot((path, expr.function), expr.name)}
         if isinstance(expr, exprs.Compiled):
@@ -502,6 +505,55 @@ class Evaluator:
             return tested
         known = {v for v in self.evaluate(expr.value, path, env) if isinstance(v, Instance) and v.cls in admitted}
         return known or tested
+
+    def _named_instances(self, path: str, expr: exprs.NamedInstanceOf, env: Env) -> Iterable[Value]:
+        """What a test of its class's name (``m.__class__.__name__ in names``) leaves of the narrowed value: its known
+        instances of the named workspace classes, else an instance of each. A name counts as the class it resolves
+        to in the file that lists it; unknown when no name resolves to a workspace class."""
+        named: set[ClassKey] = set()
+        for where, name in self._class_names(path, expr.names, env):
+            symbol = self.files.resolve(where, Ref(name, LOCAL))
+            if symbol is not None and symbol.kind == "class":
+                named.add((symbol.path, symbol.qualname))
+        if not named:
+            return UNKNOWN_VALUES
+        known = {v for v in self.evaluate(expr.value, path, env) if isinstance(v, Instance) and v.cls in named}
+        return known or {Instance(key) for key in named}
+
+    def _class_names(self, path: str, names: Expr, env: Env) -> Iterator[tuple[str, str]]:
+        """``(file, name)`` for each string ``names`` can hold: literals (``["Block"]``), or a class attribute read
+        through the method's own ``self`` (``getattr(self, "_repeated_blocks", None)``), as the class body of each
+        class ``self`` can be binds it (its known instances' classes; else the method's class and every subclass,
+        since the scan cannot tell which one the method runs on)."""
+        pending = [(path, names)]
+        while pending:
+            where, expr = pending.pop()
+            expr = exprs.without_identity(expr)
+            if isinstance(expr, exprs.OneOf):
+                pending.extend((where, option) for option in expr.options)
+            elif isinstance(expr, exprs.Items):
+                pending.extend((where, item) for item in expr.items)
+            elif isinstance(expr, exprs.Const) and expr.kind == "str" and expr.value:
+                yield where, ast.literal_eval(expr.value)
+            elif isinstance(expr, exprs.Attr) and isinstance(expr.value, exprs.Param) and expr.value.index == 0:
+                owner = (where, expr.value.function.rpartition(".")[0])
+                if self.files.class_summary(owner) is None:
+                    continue
+                selves = self.evaluate(expr.value, where, env)
+                classes = {v.cls for v in selves if isinstance(v, Instance)}
+                if not selves or len(classes) < len(selves):  # some caller's object is unknown: any subclass
+                    classes = {owner, *self.classes.subclasses(owner)}
+                for cls in classes:
+                    pending.extend(self._class_binding(cls, expr.attr))
+
+    def _class_binding(self, cls: ClassKey, name: str) -> Iterator[tuple[str, Expr]]:
+        """The file and value of the class-body binding of ``name`` nearest in ``cls``'s MRO."""
+        for owner in self.classes.mro(cls)[0]:
+            summary = self.files.class_summary(owner)
+            for attr, value in summary.class_values if summary is not None else ():
+                if attr == name:
+                    yield owner[0], value
+                    return
 
     def _attribute_of(self, value: Value, name: str) -> Iterable[Value]:
         if isinstance(value, Instance):
@@ -844,7 +896,7 @@ def _param_names(expr: Expr) -> Iterator[str]:
             pending.append(node.func)
             pending.extend(node.args)
             pending.extend(v for _, v in node.keywords)
-        elif isinstance(node, exprs.Attr | exprs.Item | exprs.Compiled | exprs.InstanceOf):
+        elif isinstance(node, exprs.Attr | exprs.Item | exprs.Compiled | exprs.InstanceOf | exprs.NamedInstanceOf):
             pending.append(node.value)
         elif isinstance(node, exprs.Items):
             pending.extend(node.items)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 
@@ -333,7 +333,8 @@ class Lowering:
             if name in names.bindings or name in names.params:
                 path = at.path if function is at.scope.function else None
                 local = partial(self._local, name, position, path, function, names, depth)
-                return self._narrowed(names.isinstance_guards, name, position, local) or local()
+                lower = partial(self._lower, at=at, env=env, depth=depth + 1)
+                return self._narrowed(names.isinstance_guards, name, position, local, lower) or local()
             function = function.parent.function if function.parent is not None else None
             position = (1 << 30, 0)  # a closure reads the enclosing function's value when it runs: any of them
         ref = self.ctx.ref(ast.Name(name), at.scope)
@@ -344,7 +345,8 @@ class Lowering:
         if at.scope.function is not None:
             return exprs.Global(name, 0)
         found = exprs.Global(name, position[0])
-        return self._narrowed(self._module_guards(), name, position, lambda: found) or found
+        lower = partial(self._lower, at=at, env=env, depth=depth + 1)
+        return self._narrowed(self._module_guards(), name, position, lambda: found, lower) or found
 
     def _local(
         self,
@@ -483,11 +485,20 @@ class Lowering:
         return exprs.Item(self._lower(iterable, at, env, depth))
 
     def _narrowed(
-        self, guards: IsinstanceGuards, name: str, position: Position, base: Callable[[], Expr]
+        self,
+        guards: IsinstanceGuards,
+        name: str,
+        position: Position,
+        base: Callable[[], Expr],
+        lower: Callable[[ast.expr], Expr],
     ) -> Expr | None:
-        """An instance of the classes an ``isinstance(name, ...)`` test around (or just before) the use admits, out of
-        what ``base()`` says the name is."""
-        for statement, classes, negated in guards.get(name, ()):
+        """An instance of the classes an ``isinstance(name, ...)`` test (or a test of its class's name) around (or
+        just before) the use admits, out of what ``base()`` says the name is; ``lower`` lowers the names."""
+        for statement, classes, negated, names in guards.get(name, ()):
+            if names is not None:
+                if _inside(statement.body, position):
+                    return exprs.NamedInstanceOf(lower(names), base())
+                continue
             excluded = False
             if negated and _inside(statement.body, position) and _plain_isinstance(statement.test):
                 excluded = True  # `if not isinstance(t, Transform): t = Wrap(t)`: here it is no Transform
@@ -549,7 +560,7 @@ class Lowering:
         if self._module_isinstance is None:
             tests = (at.node for at in self.ctx.nodes(ast.If) if at.scope.function is None)
             self._module_isinstance = _isinstance_guards(
-                n for n in tests if isinstance(n, ast.If) and _calls_isinstance(n.test)
+                n for n in tests if isinstance(n, ast.If) and _tests_type(n.test)
             )
         return self._module_isinstance
 
@@ -614,7 +625,7 @@ class Lowering:
             function = at.scope.function
             node = at.node
             assert isinstance(node, ast.If)
-            if function is not None and _calls_isinstance(node.test):
+            if function is not None and _tests_type(node.test):
                 scopes[id(function.node)] = function
                 guards.setdefault(id(function.node), []).append(node)
         tables: dict[int, _FunctionNames] = {}
@@ -689,9 +700,39 @@ def _target_names(target: ast.AST) -> list[ast.Name]:
     return []
 
 
-def _calls_isinstance(test: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "isinstance" for n in
-               ast.walk(test))  # fmt: skip
+def _tests_type(test: ast.AST) -> bool:
+    """``test`` calls ``isinstance`` or reads a class's ``__name__`` (``m.__class__.__name__ in names``)."""
+    return any(
+        (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "isinstance")
+        or (isinstance(n, ast.Attribute) and n.attr == "__name__")
+        for n in ast.walk(test)
+    )
+
+
+def _class_name_tests(test: ast.AST) -> Iterator[tuple[str, ast.expr]]:
+    """``(variable, names)`` for ``variable.__class__.__name__ in names`` or ``type(variable).__name__ in names`` in
+    ``test``, alone or as an operand of ``and``."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    for part in parts:
+        if not (
+            isinstance(part, ast.Compare)
+            and len(part.ops) == 1
+            and isinstance(part.ops[0], ast.In)
+            and isinstance(part.left, ast.Attribute)
+            and part.left.attr == "__name__"
+        ):
+            continue
+        owner = part.left.value
+        if isinstance(owner, ast.Attribute) and owner.attr == "__class__" and isinstance(owner.value, ast.Name):
+            yield owner.value.id, part.comparators[0]
+        elif (
+            isinstance(owner, ast.Call)
+            and isinstance(owner.func, ast.Name)
+            and owner.func.id == "type"
+            and len(owner.args) == 1
+            and isinstance(owner.args[0], ast.Name)
+        ):
+            yield owner.args[0].id, part.comparators[0]
 
 
 def _isinstance_names(test: ast.AST) -> set[str]:
@@ -729,9 +770,10 @@ def _isinstance_classes(test: ast.AST, name: str) -> list[ast.expr]:
     return []
 
 
-IsinstanceGuards = dict[str, list[tuple[ast.If, list[ast.expr], bool]]]
-"""Per variable, the ``if`` statements of one scope that test ``isinstance(variable, ...)``: the statement, the class
-expressions, and whether the test is negated."""
+IsinstanceGuards = dict[str, list[tuple[ast.If, list[ast.expr], bool, ast.expr | None]]]
+"""Per variable, the ``if`` statements of one scope that test ``isinstance(variable, ...)`` or the name of its class:
+the statement, the class expressions, whether the test is negated, and the expression holding the class names (for
+``variable.__class__.__name__ in names``, else None)."""
 
 
 def _isinstance_guards(statements: Iterable[ast.If]) -> IsinstanceGuards:
@@ -743,7 +785,10 @@ def _isinstance_guards(statements: Iterable[ast.If]) -> IsinstanceGuards:
         for tested in _isinstance_names(test):
             classes = _isinstance_classes(test, tested)
             if classes:
-                found.setdefault(tested, []).append((statement, classes, negated))
+                found.setdefault(tested, []).append((statement, classes, negated, None))
+        if not negated:
+            for tested, names in _class_name_tests(test):
+                found.setdefault(tested, []).append((statement, [], False, names))
     return found
 
 

@@ -210,6 +210,10 @@ class Reach:
     def _holders(self, state: bool) -> dict[Value, list[CompileSite]]:
         found: dict[Value, list[CompileSite]] = {}
         for site in self.files.compile_sites():
+            if isinstance(exprs.without_identity(site.target), exprs.NamedInstanceOf):
+                # which model's blocks a name filter compiles depends on the model the method runs on: their code is
+                # compiled (reached), but no object the scan can name holds that state
+                continue
             values: set[Value] = set()
             path = site.span.path
             if site.form == "decorator":
@@ -527,7 +531,7 @@ def _element_of_something(target: exprs.Expr) -> bool:
     """An element of a container (``model.layers[i]``, a loop variable over submodules): compiling it with
     ``torch.compile`` and storing the result back is regional compilation of the container's owner."""
     target = exprs.without_identity(target)
-    while isinstance(target, exprs.Attr | exprs.InstanceOf):
+    while isinstance(target, exprs.Attr | exprs.InstanceOf | exprs.NamedInstanceOf):
         target = exprs.without_identity(target.value)
     return isinstance(target, exprs.Item)
 
