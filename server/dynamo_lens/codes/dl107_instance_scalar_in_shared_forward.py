@@ -83,7 +83,9 @@ them) one by one: a loop that compiles several whole models would be taken the s
 condition is a hint. The number of values is stated when the loop runs over a literal `range()`. A layer counts as sized
 by a parameter when `__init__` builds one of the `torch.nn` layers with weights (`Linear`, `Conv*`, `*Norm`,
 `Embedding`, ...) with the parameter among the arguments; custom layers and sizes computed elsewhere are not followed. A
-value that reaches the constructor through a helper's parameter (`_make_attention(layer_id)`) is not followed.
+value that reaches the constructor through a helper's parameter is followed one level, when the loop calls a
+module-level function of the same file with its counter (`_build_attention(layer_id=i)`, whose `Attention(...)` passes
+`use_rope=_layer_use_rope(layer_id, n)`, a helper annotated `-> bool`); helpers in other files, and methods, are not.
 
 ## Fix safety
 Where the value should live depends on how the layer uses it, so no fix moves it. When a literal `range(N)` with N past
@@ -185,14 +187,16 @@ def _sites(index: WorkspaceIndex, cls: ClassKey, values: _Values) -> tuple[Compi
     whole model compiled once inlines every instance, where the values are constants of one graph; and instances in
     different roles within each layer (its two norms) hold the same values in every layer."""
     looped = [s for s in index.sites_for_class(cls) if s.in_loop]
+    built: set[ClassKey] = set()
+    for argument in values.following:
+        for ref in argument.built_with:
+            key = index.resolve_class(argument.span.path, ref)
+            owner = index.classes.linked_owner(key) if key is not None else None
+            built.update(k for k in (key, owner) if k is not None)  # `Block.Config(...)` builds a `Block`
     found: list[CompileSite] = []
     for site in looped:
         entries = set(index.compiled_classes(site))
-        if (cls in entries and values.differ) or any(
-            index.resolve_class(argument.span.path, ref) in entries
-            for argument in values.following
-            for ref in argument.built_with
-        ):
+        if (cls in entries and values.differ) or built & entries:
             found.append(site)
     return tuple(found)
 

@@ -10,7 +10,7 @@ argument; ``DL107`` puts them together across the workspace.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -45,7 +45,9 @@ def instance_arguments(ctx: FileContext, code: str) -> Iterator[InstanceArgument
     """The constructor arguments of ``ctx`` that can differ between instances (as candidates of ``code``): those that
     follow a loop counter, and literal ``bool``/``str`` keywords (which differ when another construction passes
     another one). Classes of torch itself (``nn.Linear(8, 8, bias=False)``) are left out."""
-    for found in ctx.per_block("instances", partial(_block_arguments, ctx)):
+    helpers = _helpers(ctx)
+    through = [_helper_arguments(ctx, block.nodes, helpers) for block in ctx.blocks] if helpers else []
+    for found in [*ctx.per_block("instances", partial(_block_arguments, ctx)), *through]:
         for call, ref, position, keyword, text, kind, literal, count, built_with in found:
             span = ctx.span(call)
             yield InstanceArgument(code, span, ref, position, keyword, text, kind, literal, count, built_with)
@@ -83,6 +85,64 @@ def _block_arguments(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt
     return found
 
 
+def _helpers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
+    """The module-level functions of ``ctx`` that build something (``def _build_attention(layer_id): return
+    Attention(...)``): a loop that calls one with its counter builds instances whose values follow it."""
+    return {
+        node.name: node
+        for node in ctx.tree.body
+        if isinstance(node, ast.FunctionDef) and not node.name[:1].isupper() and any(_constructions(node.body))
+    }
+
+
+def _helper_arguments(
+    ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]], helpers: Mapping[str, ast.FunctionDef]
+) -> list[_Found]:
+    """The constructions inside a module-level helper that a loop of ``nodes`` calls with values that follow its
+    counter (``_build_attention(layer_id=i)`` in ``for i in range(n)``): each argument there that follows the
+    helper's parameter follows the loop. Not kept per block: the helper is another block."""
+    found: list[_Found] = []
+    for loop in LOOPS:
+        for at in nodes.get(loop, ()):
+            for counters, count, parts in _loop(at.node):
+                varying = _derived(parts, counters)
+                built = tuple(dict.fromkeys(r for c in _constructions(parts) if (r := ctx.ref(c.func)) is not None))[
+                    :MAX_BUILT
+                ]
+                for call in _calls(parts):
+                    helper = helpers.get(call.func.id) if isinstance(call.func, ast.Name) else None
+                    passed = _passed(helper, call, varying) if helper is not None else {}
+                    if helper is None or not passed:
+                        continue
+                    inner = _derived(helper.body, passed)
+                    for construction in _constructions(helper.body):
+                        found.extend(_following(ctx, construction, inner, count, built))
+    return found
+
+
+def _calls(parts: list[ast.AST]) -> Iterator[ast.Call]:
+    for part in parts:
+        yield from (node for node in ast.walk(part) if isinstance(node, ast.Call))
+
+
+def _passed(helper: ast.FunctionDef, call: ast.Call, varying: dict[str, str]) -> dict[str, str]:
+    """The parameters of ``helper`` that ``call`` gives a value following the loop, with its kind."""
+    params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
+    named = {*params, *(a.arg for a in helper.args.kwonlyargs)}
+    found: dict[str, str] = {}
+    for position, keyword, argument in _arguments(call):
+        param = keyword if keyword in named else params[position] if 0 <= position < len(params) else ""
+        if not param:
+            continue
+        if isinstance(argument, ast.Name) and varying.get(argument.id) == CHOICE:
+            found[param] = CHOICE
+            continue
+        kind, varies = value_kind(argument, _scalars(varying))
+        if varies and kind in CONVERSIONS:
+            found[param] = kind
+    return found
+
+
 def _following(
     ctx: FileContext, call: ast.Call, counters: dict[str, str], count: int, built: tuple[Ref, ...]
 ) -> Iterator[_Found]:
@@ -96,11 +156,24 @@ def _following(
             yield call, ref, position, keyword, ctx.source(argument, 40), CHOICE, "", 2, built
             continue
         kind, varies = value_kind(argument, _scalars(counters))
+        if kind not in CONVERSIONS and varies:
+            kind = _returned_kind(ctx, argument)  # `use_rope=_layer_use_rope(i, n)` with `-> bool`
         if varies and kind in CONVERSIONS:
             yield call, ref, position, keyword, ctx.source(argument, 40), kind, "", count, built
 
 
-def _derived(parts: list[ast.AST], counters: dict[str, Kind]) -> dict[str, str]:
+def _returned_kind(ctx: FileContext, expr: ast.expr) -> str:
+    """The scalar kind a call of a module-level function of ``ctx`` returns by its annotation (``-> bool``)."""
+    if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Name):
+        return "unknown"
+    name = expr.func.id
+    for node in ctx.tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name and isinstance(node.returns, ast.Name):
+            return node.returns.id if node.returns.id in CONVERSIONS else "unknown"
+    return "unknown"
+
+
+def _derived(parts: Sequence[ast.AST], counters: Mapping[str, str]) -> dict[str, str]:
     """``counters`` with the names the loop body binds from them, in order: a scalar computed from a counter
     (``is_full = (i + 1) % 4 == 0``); :data:`CHOICE` for a name bound to one of two values by a test of them
     (``attention = cfg if is_full else None``; ``moe = None`` and ``moe = make_moe()`` in the two arms of ``if i <
@@ -131,7 +204,7 @@ def _scalars(varying: Mapping[str, str]) -> dict[str, Kind]:
     return {name: CONVERSIONS[kind] for name, kind in varying.items() if kind in CONVERSIONS}
 
 
-def _in_order(parts: list[ast.AST]) -> Iterator[ast.stmt]:
+def _in_order(parts: Sequence[ast.AST]) -> Iterator[ast.stmt]:
     """The statements of ``parts`` (a loop body) in source order, nested blocks included (not nested functions), each
     compound statement after its blocks (an ``if`` decides what its arms bound)."""
     for part in parts:
@@ -175,7 +248,7 @@ def _length(iterable: ast.expr) -> int:
     return 0
 
 
-def _constructions(parts: list[ast.AST]) -> Iterator[ast.Call]:
+def _constructions(parts: Sequence[ast.AST]) -> Iterator[ast.Call]:
     """Calls of capitalised names (classes, by convention) in ``parts``."""
     for part in parts:
         for node in ast.walk(part):
