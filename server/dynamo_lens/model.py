@@ -236,6 +236,24 @@ class Finding:
         )
 
 
+def gist(message: str) -> str:
+    """The message up to its first ``": "`` outside parentheses and code: what happens, without the why
+    (``x.item()` breaks the graph when compiled (torch 2.13: GB0124 …)`` stays whole)."""
+    depth, code = 0, False
+    for i, char in enumerate(message):
+        if char == "`":
+            code = not code
+        elif code:
+            continue
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char == ":" and depth == 0 and message.startswith(": ", i):
+            return message[:i]
+    return message
+
+
 def plural(count: int, noun: str) -> str:
     """``1 compile``, ``16 compiles``: a count in a message or a summary line."""
     return f"{count} {noun}" + ("" if count == 1 else "s")

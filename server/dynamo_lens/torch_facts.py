@@ -243,15 +243,21 @@ GUARD_FILTER_SINCE = Release(2, 8)
 """``torch.compile(..., options={"guard_filter_fn": ...})`` and the filters ``torch.compiler`` ships for it
 (``skip_guard_on_*_unsafe``, ``keep_tensor_guards_unsafe``): added in 2.8 (absent from 2.7.1's
 ``torch/compiler/__init__.py``)."""
-MODULE_STATE, TORCH_NN_STATE, GLOBALS = "module state", "torch.nn module state", "globals"
+GRAD_MODE_FILTERED_SINCE = Release(2, 10)
+"""``keep_tensor_guards_unsafe`` drops the grad-mode guard too from 2.10: measured, train then evaluate under
+``torch.no_grad()`` compiled 2 entries on 2.8.0 and 2.9.1 (right results) and 1 on 2.10.0 to 2.14.1 (stale)."""
+MODULE_STATE, TORCH_NN_STATE, OBJECT_STATE = "module state", "torch.nn module state", "object state"
+GLOBALS, GRAD_MODE = "globals", "grad mode"
 """Families of guards a shipped ``guard_filter_fn`` drops: attributes of ``nn.Module`` instances (a counter, a layer
-index, a flag), those of ``torch.nn``'s own layers only (a ``Dropout``'s ``training``), and module-level names of the
-compiled code's globals."""
+index, a flag), those of ``torch.nn``'s own layers only (a ``Dropout``'s ``training``), attributes of other objects,
+every guard whose source starts at a global of the compiled code, and the grad mode (``GLOBAL_STATE``)."""
 GUARD_FILTERS: dict[str, frozenset[str]] = {
     "torch.compiler.skip_guard_on_inbuilt_nn_modules_unsafe": frozenset({TORCH_NN_STATE}),
     "torch.compiler.skip_guard_on_all_nn_modules_unsafe": frozenset({MODULE_STATE, TORCH_NN_STATE}),
     "torch.compiler.skip_guard_on_globals_unsafe": frozenset({GLOBALS}),
-    "torch.compiler.keep_tensor_guards_unsafe": frozenset({MODULE_STATE, TORCH_NN_STATE, GLOBALS}),
+    "torch.compiler.keep_tensor_guards_unsafe": frozenset(
+        {MODULE_STATE, TORCH_NN_STATE, OBJECT_STATE, GLOBALS, GRAD_MODE}
+    ),
 }
 """What each shipped filter drops (``torch/compiler/__init__.py``, 2.8 to 2.14): guards whose source
 ``is_unspecialized_builtin_nn_module()``, or ``is_unspecialized_nn_module()``, guards with ``is_global``, every guard

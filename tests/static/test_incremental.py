@@ -101,6 +101,41 @@ def test_a_syntax_error_then_its_fix() -> None:
     assert summarizer.summarize(broken).error is not None
 
 
+LAYERS = textwrap.dedent(
+    """\
+    import torch
+    from torch import nn
+
+
+    class Attention(nn.Module):
+        def __init__(self, use_rope):
+            super().__init__()
+            self.use_rope = use_rope
+
+        def forward(self, x):
+            return x * 2 if self.use_rope else x
+
+
+    def _layer_use_rope(layer_id, n_layers){returns}:
+        return (n_layers - layer_id - 1) % 4 != 0
+
+
+    layers = nn.ModuleList([Attention(use_rope=_layer_use_rope(i, 8)) for i in range(8)])
+    for layer in layers:
+        layer.compile()
+    """
+)
+
+
+def test_a_return_annotation_in_another_block_is_read_again() -> None:
+    """The layer loop's block reads the helper's ``-> bool`` (DL107's per-layer values): editing only the helper
+    must not leave the loop's cached result behind."""
+    annotated, plain = LAYERS.format(returns=" -> bool"), LAYERS.format(returns="")
+    summarizer = FileSummarizer(PATH)
+    versions(summarizer, annotated, plain, annotated)
+    assert any(c.code == "DL107" for c in summarizer.summarize(annotated).candidates)
+
+
 def test_emptied_then_refilled() -> None:
     summarizer = FileSummarizer(PATH)
     versions(summarizer, MODEL, "", "\n\n", "VALUES = [1]\n", MODEL, "\ufeff" + MODEL)

@@ -141,6 +141,7 @@ CASES = (
     Case("DL107_float_scale_automatic_dynamic_off.py", LIMIT, limit_hit=True, before=FLOAT_ANY_POLICY),
     Case("DL107_flag_per_stack.py", 2),
     Case("DL107_flag_through_helper.py", 2),  # through a helper the layer loop calls, and one annotated `-> bool`
+    Case("DL107_block_built_by_helper.py", 2),  # the helper builds the block that holds the instance too
     Case("DL107_repeated_blocks_by_name.py", 2),  # blocks picked by class name (diffusers' compile_repeated_blocks)
     Case("DL107_ok_repeated_blocks_other_class.py", 1),  # the flag is in a class the name filter does not pick
     Case("DL107_flag_from_config_field.py", 2),  # `config.moe is not None`, the config built per layer in a loop

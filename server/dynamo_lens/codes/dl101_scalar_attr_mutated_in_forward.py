@@ -84,7 +84,9 @@ The cost depends on the project's settings, which the scan reads (measured on 2.
   attributes, so nothing recompiles and the compiled code keeps using the value it was compiled with (measured: 1
   compile, results computed with the first value): the finding is then a *warning* about a silent wrong result, and a
   fix that raises the limit is not offered; `skip_guard_on_inbuilt_nn_modules_unsafe` drops only the guards on
-  torch.nn's own modules and changes nothing here; a filter of the project's own (a lambda) makes the finding a hint.
+  torch.nn's own modules and changes nothing here; a plain object's int (not a module's) is dropped only by
+  `keep_tensor_guards_unsafe` (measured: 1 compile, stale results); a filter of the project's own (a lambda), or one
+  site that compiles without the filter, leaves the finding as it was (with a lambda, a hint).
 
 ## Known limitations
 The analysis follows `self.<name>` reads and writes in evaluation order through methods called as `self.method()`,
@@ -136,7 +138,13 @@ from dynamo_lens.static.semantic.state_flow import (
 )
 from dynamo_lens.static.semantic.values import SCALAR_KINDS
 from dynamo_lens.static.summary import AttrKind, CompileSite
-from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, MODULE_STATE, UNSPEC_INT_FLAG_SINCE, torch_name
+from dynamo_lens.torch_facts import (
+    INT_MODULE_ATTR_STATIC_SINCE,
+    MODULE_STATE,
+    OBJECT_STATE,
+    UNSPEC_INT_FLAG_SINCE,
+    torch_name,
+)
 
 RULE = Rule(
     code="DL101",
@@ -300,7 +308,7 @@ def _finding(
         related=related,
         fixes=fixes,
         data={"attribute": attr.attr, "kind": kind, "class": flow.cls[1], "unbounded": unbounded},
-        guards_on=MODULE_STATE if module else "",
+        guards_on=MODULE_STATE if module else OBJECT_STATE,
     )
 
 

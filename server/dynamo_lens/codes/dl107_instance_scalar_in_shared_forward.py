@@ -357,7 +357,7 @@ def _finding(
         related=related,
         fixes=fixes,
         data={"attribute": init.name, "class": cls[1], "kind": kind, "values": count or "unknown"},
-        guards_on=MODULE_STATE if kind != CHOICE else "",
+        guards_on=MODULE_STATE,
     )
 
 

@@ -22,6 +22,15 @@ for epoch in range(10):
     evaluate(compiled)
 ```
 
+A `guard_filter_fn` in the site's `options=` (torch 2.8+) can drop the mode's guard (measured on 2.13, a model whose
+only `training` reader is a `Dropout`): `skip_guard_on_inbuilt_nn_modules_unsafe` and
+`skip_guard_on_all_nn_modules_unsafe` drop the guards on torch.nn's own layers (the latter also a model's own
+`self.training`), but keep grad mode's: evaluation with grad enabled reuses the training entry and keeps dropping (1
+compile, wrong results), evaluation under `torch.no_grad()` compiles its own entry in eval mode (2 compiles, right
+results). Which a program does is its business: the finding is a hint that says both. `keep_tensor_guards_unsafe`
+also drops grad mode's guard from torch 2.10 (measured: 1 compile and stale results under `no_grad` on 2.10 to 2.14,
+2 compiles on 2.8 and 2.9): there the finding is a *warning* about a silent wrong result.
+
 ## Use instead
 Nothing needs to change: two compiled entries are the expected price of two modes. To avoid compiling the
 evaluation mode at all, run evaluation on the uncompiled module (`model(x)` instead of `compiled(x)`).
@@ -54,6 +63,7 @@ from functools import partial
 
 from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Finding, Related, Severity, Span
+from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.evaluate import External, Instance, Value
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.program import (
@@ -66,7 +76,7 @@ from dynamo_lens.static.semantic.program import (
 )
 from dynamo_lens.static.semantic.usage import READ_EVENTS
 from dynamo_lens.static.summary import CompileSite, ModeSwitch
-from dynamo_lens.torch_facts import MODULE_STATE, TORCH_NN_STATE, torch_name
+from dynamo_lens.torch_facts import GRAD_MODE, MODULE_STATE, TORCH_NN_STATE, torch_name
 
 RULE = Rule(
     code="DL112",
@@ -105,7 +115,7 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
         if not sites:
             continue
         values = frozenset(v for site in sites for v in index.reach.site_values(site))
-        readers = index.memo(("DL112.reads_training", values), partial(_training_guards, index, values))
+        readers = index.memo(("DL112.training_guards", values), partial(_training_guards, index, values))
         if not readers:
             continue  # nothing compiled there is known to read `training`: one entry serves both modes
         if _restored_unused(index, path, switch, sites) or _restores(index, path, switch, sites):
@@ -196,6 +206,16 @@ def _finding(
         f"True`), so the other mode compiles a second entry ({cost})"
     )
     related = (Related(earlier, "the compiled module ran here in training mode"),) if earlier is not None else ()
+    dropped = settings.guard_filter(sites, readers)
+    if dropped is not None and dropped.drops and settings.guard_filter(sites, GRAD_MODE) is None:
+        # the mode is no longer guarded, grad mode still is: which calls go wrong depends on how they run
+        message += (
+            f" (a hint: `guard_filter_fn={dropped.name.rpartition('.')[2]}` drops that guard but keeps grad mode's: "
+            "evaluation under `torch.no_grad()` still compiles its own entry, evaluation with grad enabled keeps "
+            "running the training-mode code, a silent wrong result)"
+        )
+        related = (*related, dropped.related)
+        return index.finding(RULE, switch.span, message, sites, severity=Severity.HINT, related=related)
     return index.finding(RULE, switch.span, message, sites, related=related, guards_on=readers)
 
 

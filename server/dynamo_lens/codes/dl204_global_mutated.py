@@ -36,10 +36,11 @@ Dynamo guards every global a compiled frame reads. What the guard checks depends
 The failing guard points at the read inside the compiled code, which is where this finding is reported.
 
 A `guard_filter_fn` in the site's `options=` (torch 2.8+) decides whether the guard on a global name exists:
-`torch.compiler.skip_guard_on_globals_unsafe` and `keep_tensor_guards_unsafe` drop it, so a global int rebound
-between calls never recompiles and the compiled code keeps using its first value (measured: 1 compile for 12 values,
-every later result computed with the first): a *warning* about a silent wrong result. A filter of the project's own
-makes the finding a hint.
+`torch.compiler.skip_guard_on_globals_unsafe` and `keep_tensor_guards_unsafe` drop every guard whose source starts at
+a global, so a global int rebound between calls, or an int attribute of a global object (`cfg.scale`), never
+recompiles and the compiled code keeps using its first value (measured: 1 compile for 12 values, every later result
+computed with the first): a *warning* about a silent wrong result. A filter of the project's own makes the finding a
+hint.
 
 ## Example
 ```python
@@ -502,7 +503,7 @@ def _candidate(
             ("setters", _setters(rebinds)),
             *((("subject", subject), ("guard", guard)) if cost == AUTOMATIC_DYNAMIC_COST else ()),
         ),
-        guards_on=GLOBALS if is_name else "",
+        guards_on=GLOBALS,  # `G['SCALE']`, and `G['cfg'].scale` too: every guard whose source starts at a global
     )
 
 

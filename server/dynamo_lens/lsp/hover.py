@@ -18,7 +18,7 @@ from dynamo_lens.lsp.compiled import Place, body_end, place_at, places_in_file
 from dynamo_lens.lsp.notebook_cells import module_line, notebook_of_cell
 from dynamo_lens.lsp.positions import from_lsp_position, to_lsp_position
 from dynamo_lens.lsp.server import DynamoLensServer
-from dynamo_lens.model import Finding
+from dynamo_lens.model import Finding, gist
 from dynamo_lens.notebooks import cell_at, locate
 from dynamo_lens.torch_facts import torch_name
 
@@ -153,21 +153,3 @@ def predicted_guard(finding: Finding) -> str:
     if isinstance(attribute, str) and isinstance(kind, str):
         return f"will guard `self.{attribute} == <value>` ({kind} attribute)"
     return gist(finding.message)
-
-
-def gist(message: str) -> str:
-    """The message up to its first ``": "`` outside parentheses and code: what happens, without the why
-    (``x.item()` breaks the graph when compiled (torch 2.13: GB0124 …)`` stays whole)."""
-    depth, code = 0, False
-    for i, char in enumerate(message):
-        if char == "`":
-            code = not code
-        elif code:
-            continue
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth = max(depth - 1, 0)
-        elif char == ":" and depth == 0 and message.startswith(": ", i):
-            return message[:i]
-    return message

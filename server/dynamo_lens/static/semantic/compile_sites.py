@@ -122,7 +122,7 @@ class _Finder:
             if not call.args:
                 return None  # torch.compile(mode=...) returns a decorator; the call that applies it is the site
             compiled = call.args[0]
-        elif isinstance(func, ast.Attribute) and func.attr == "compile" and self._is_module_compile(call):
+        elif isinstance(func, ast.Attribute) and func.attr == "compile" and self._is_module_compile(call, at):
             form = "method"
             compiled = func.value
         else:
@@ -151,11 +151,13 @@ class _Finder:
             runners=_runners(call, assigned, at.scope),
         )
 
-    def _is_module_compile(self, call: ast.Call) -> bool:
-        """``model.compile(...)`` is ``nn.Module.compile``; ``re.compile(p)``, Keras' ``compile(optimizer=...)`` not."""
+    def _is_module_compile(self, call: ast.Call, at: NodeAt) -> bool:
+        """``model.compile(...)`` is ``nn.Module.compile``; ``re.compile(p)``, Keras' ``compile(optimizer=...)`` not.
+        Positional arguments only as the enclosing function's own ``*args`` passed on (``submod.compile(*args,
+        **kwargs)`` in a helper that takes torch.compile's arguments), whose keywords the scan cannot see."""
         func = call.func
-        if any(not isinstance(a, ast.Starred) for a in call.args) or not isinstance(func, ast.Attribute):
-            return False  # `submod.compile(*args, **kwargs)` forwards a caller's keywords
+        if (call.args and not _forwards_own_varargs(call, at)) or not isinstance(func, ast.Attribute):
+            return False
         if any(k.arg in _KERAS_COMPILE_KEYWORDS for k in call.keywords):
             return False
         receiver = self.ctx.ref(func.value)
@@ -200,6 +202,20 @@ class _Finder:
                     if isinstance(key, ast.Constant) and key.value == "guard_filter_fn":
                         return self.ctx.resolve(value) or self.ctx.source(value)
         return ""
+
+
+def _forwards_own_varargs(call: ast.Call, at: NodeAt) -> bool:
+    """Every positional argument of ``call`` is ``*name`` with ``name`` the enclosing function's ``*args``, and every
+    ``**`` argument its ``**kwargs``."""
+    function = at.scope.function
+    node = function.node if function is not None else None
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    varargs = node.args.vararg.arg if node.args.vararg is not None else None
+    kwargs = node.args.kwarg.arg if node.args.kwarg is not None else None
+    return all(
+        isinstance(a, ast.Starred) and isinstance(a.value, ast.Name) and a.value.id == varargs for a in call.args
+    ) and all(isinstance(k.value, ast.Name) and k.value.id == kwargs for k in call.keywords if k.arg is None)
 
 
 def _runners(call: ast.Call, assigned: tuple[str, ...], scope: Scope) -> tuple[str, ...]:

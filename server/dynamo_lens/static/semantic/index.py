@@ -20,7 +20,7 @@ from operator import attrgetter
 from typing import Any, TypeVar
 
 from dynamo_lens.codes import Rule
-from dynamo_lens.model import Finding, Fix, Related, Severity, Span
+from dynamo_lens.model import Finding, Fix, Related, Severity, Span, gist
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.classes import Hierarchy
 from dynamo_lens.static.semantic.contexts import FORCE_EAGER, SET_STANCE
@@ -189,7 +189,7 @@ class WorkspaceIndex:
             stance = f'`{SET_STANCE}("{FORCE_EAGER}")`'
             message += f" (a hint: {stance} runs this compiled code eagerly)"
             related = (*related, Related(forced.span, f"{stance} is called here"))
-        elif guards_on and shown and severity is not Severity.HINT:
+        elif guards_on and shown:
             found = settings.guard_filter(shown, guards_on)
             message, severity, related = _filtered(found, message, severity, related)
             if found is not None and found.drops:  # nothing recompiles: a higher limit changes nothing
@@ -235,10 +235,11 @@ def _filtered(
     related = (*related, found.related)
     if not found.drops:
         return f"{message} (a hint: `guard_filter_fn={found.name}` may drop this guard)", Severity.HINT, related
-    what = message.split(": ", 1)[0]
-    return (
-        f"{what}: `guard_filter_fn={found.name.rpartition('.')[2]}` drops that guard ({torch_name()}), so nothing "
-        "recompiles and the compiled code keeps using the value it was compiled with: a silent wrong result",
-        Severity.WARNING,
-        related,
+    rewritten = (
+        f"{gist(message)}: `guard_filter_fn={found.name.rpartition('.')[2]}` drops that guard ({torch_name()}), so "
+        "nothing recompiles and the compiled code keeps using the value it was compiled with: a silent wrong result"
     )
+    if severity is Severity.HINT:  # a hint for its own reason, which it keeps
+        reason = message.rfind(" (a hint:")
+        return rewritten + (message[reason:] if reason >= 0 else ""), severity, related
+    return rewritten, Severity.WARNING, related

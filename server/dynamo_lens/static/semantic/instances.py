@@ -47,7 +47,12 @@ def instance_arguments(ctx: FileContext, code: str) -> Iterator[InstanceArgument
     another one). Classes of torch itself (``nn.Linear(8, 8, bias=False)``) are left out."""
     helpers = _helpers(ctx)
     through = [_helper_arguments(ctx, block.nodes, helpers) for block in ctx.blocks] if helpers else []
-    for found in [*ctx.per_block("instances", partial(_block_arguments, ctx)), *through]:
+    returns = tuple(
+        (node.name, node.returns.id)
+        for node in ctx.tree.body
+        if isinstance(node, ast.FunctionDef) and isinstance(node.returns, ast.Name)
+    )  # what `_returned_kind` reads of other blocks
+    for found in [*ctx.per_block("instances", partial(_block_arguments, ctx), key=returns), *through]:
         for call, ref, position, keyword, text, kind, literal, count, built_with in found:
             span = ctx.span(call)
             yield InstanceArgument(code, span, ref, position, keyword, text, kind, literal, count, built_with)
@@ -115,8 +120,12 @@ def _helper_arguments(
                     if helper is None or not passed:
                         continue
                     inner = _derived(helper.body, passed)
-                    for construction in _constructions(helper.body):
-                        found.extend(_following(ctx, construction, inner, count, built))
+                    constructions = list(_constructions(helper.body))
+                    # `return Block(Attention(...))`: the helper builds the layers that hold the instances too
+                    made = tuple(r for c in constructions if (r := ctx.ref(c.func)) is not None)
+                    holders = tuple(dict.fromkeys((*built, *made)))[:MAX_BUILT]
+                    for construction in constructions:
+                        found.extend(_following(ctx, construction, inner, count, holders))
     return found
 
 

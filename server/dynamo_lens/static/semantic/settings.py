@@ -31,6 +31,9 @@ from dynamo_lens.torch_facts import (
     COMPILE_LIMIT_KEYWORD_SINCE,
     FLOAT_DYNAMIC_SINCE,
     FLOAT_POLICY_SINCE,
+    GLOBALS,
+    GRAD_MODE,
+    GRAD_MODE_FILTERED_SINCE,
     GUARD_FILTER_SINCE,
     GUARD_FILTERS,
     INT_MODULE_ATTR_DYNAMIC_SINCE,
@@ -446,18 +449,28 @@ class GuardFilter:
 
 
 def guard_filter(sites: Iterable[CompileSite], family: str) -> GuardFilter | None:
-    """How the ``guard_filter_fn`` of ``sites`` treats guards of ``family`` (``torch_facts.MODULE_STATE``,
-    ``GLOBALS``): dropped when every site passes a shipped filter that drops them (torch 2.8 and later); unreadable
-    when a site passes a filter of its own (it may keep or drop them); None when the guard stays."""
+    """How the ``guard_filter_fn`` of ``sites`` treats guards of ``family`` (``torch_facts.MODULE_STATE``, ...):
+    None when a site keeps the guard (no filter, or a shipped one that keeps the family): there the cost stands;
+    else unreadable when a site passes a filter the scan cannot read (a lambda), or one that drops the guards of
+    globals, which also drops state the compiled code reaches through a global; else dropped (torch 2.8+)."""
     sites = tuple(sites)
     if not sites or not describes_since(GUARD_FILTER_SINCE):
         return None
-    unread = next((s for s in sites if s.guard_filter and s.guard_filter not in GUARD_FILTERS), None)
-    if unread is not None:
-        return GuardFilter(unread.guard_filter, unread, drops=False)
-    if all(family in GUARD_FILTERS.get(s.guard_filter, ()) for s in sites):
-        return GuardFilter(sites[0].guard_filter, sites[0], drops=True)
-    return None
+    if family == GRAD_MODE and not describes_since(GRAD_MODE_FILTERED_SINCE):
+        return None
+    drops = [family in GUARD_FILTERS.get(s.guard_filter, ()) for s in sites]
+    unread = [
+        s
+        for s, dropped in zip(sites, drops, strict=True)
+        if not dropped
+        and (s.guard_filter not in GUARD_FILTERS or GLOBALS in GUARD_FILTERS[s.guard_filter])
+        and s.guard_filter
+    ]
+    if not all(dropped or s in unread for s, dropped in zip(sites, drops, strict=True)):
+        return None
+    if unread:
+        return GuardFilter(unread[0].guard_filter, unread[0], drops=False)
+    return GuardFilter(sites[0].guard_filter, sites[0], drops=True)
 
 
 @dataclass(frozen=True, slots=True)
