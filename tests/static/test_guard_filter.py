@@ -54,6 +54,7 @@ CASES = (
     Case("DL107_window_choice_guard_filter.py", "DL107", 1, stale=True, severity=Severity.WARNING),
     Case("DL204_global_int_guard_filter.py", "DL204", 1, stale=True, severity=Severity.WARNING),
     Case("DL204_global_attribute_guard_filter.py", "DL204", 1, stale=True, severity=Severity.WARNING),
+    Case("DL204_global_list_guard_filter.py", "DL204", 1, stale=True, severity=Severity.WARNING),
     Case(
         "DL112_keep_tensor_guard_filter.py",
         "DL112",

@@ -39,8 +39,9 @@ A `guard_filter_fn` in the site's `options=` (torch 2.8+) decides whether the gu
 `torch.compiler.skip_guard_on_globals_unsafe` and `keep_tensor_guards_unsafe` drop every guard whose source starts at
 a global, so a global int rebound between calls, or an int attribute of a global object (`cfg.scale`), never
 recompiles and the compiled code keeps using its first value (measured: 1 compile for 12 values, every later result
-computed with the first): a *warning* about a silent wrong result. A filter of the project's own makes the finding a
-hint.
+computed with the first): a *warning* about a silent wrong result. A global list the compiled code appends to loses its
+length guard the same way, and each call replays the list as it was when it compiled (measured: it stays at one
+element). A filter of the project's own makes the finding a hint.
 
 ## Example
 ```python
@@ -637,6 +638,7 @@ def _container_candidate(
         # the change must run for the guard to fail: a hint where the compiled code reaches this function only
         # under a condition (a cache filled under `if key not in CACHE` in its own function is the idiom itself)
         only_if_taken=True,
+        guards_on=GLOBALS,
     )
 
 
