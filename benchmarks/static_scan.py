@@ -14,6 +14,9 @@ unpacks them, then in the same run times, on the same files:
 
 and prints wall times, the ratios, and each command's peak resident memory (``wait4``; worker processes included).
 ``--profile N`` also profiles the per-file pass over the corpus in this process and prints the top N functions.
+``--reach`` prints, instead of the timings, what a reach-first cold scan could leave out (issue 16): the files that hold
+compile sites or code they reach, the files with warning/info findings, and how many files a cheap pre-pass would keep
+(the import closure of the files that name ``compile`` or ``dynamo``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import cProfile
 import io
 import os
 import pstats
+import re
 import shutil
 import statistics
 import subprocess
@@ -61,6 +65,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="runs per command; the median is reported")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="profile the per-file pass, show top N")
+    parser.add_argument("--reach", action="store_true", help="what a reach-first scan could leave out (no timings)")
     args = parser.parse_args()
 
     roots = prepare_corpus()
@@ -68,6 +73,9 @@ def main() -> int:
     lines = sum(p.read_bytes().count(b"\n") for p in files)
     print(f"corpus: {len(files)} files, {lines:,} lines in {', '.join(r.name for r in roots)}")
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    if args.reach:
+        reach(files)
+        return 0
 
     targets = [str(r) for r in roots]
     lens = [sys.executable, "-m", "dynamo_lens"]
@@ -224,6 +232,44 @@ def profile(files: list[Path], top: int) -> None:
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
     print(out.getvalue())
+
+
+SEED = re.compile(rb"(?<![\w.])compile\b|(?<!\bre)\.compile\b|dynamo")
+"""A compile site or a Dynamo setting may be in a file whose text matches (``re.compile`` aside)."""
+
+
+def reach(files: list[Path]) -> None:
+    """The files the full analysis needs for its warning and info findings, against what an import-level pre-pass
+    would have to keep: the files that name ``compile`` or ``dynamo`` and every workspace file they import, as the
+    analysis resolves imports (to the defining file; the re-exporting modules in between are not counted)."""
+    from dynamo_lens.model import Severity
+    from dynamo_lens.static import Linker, link, summarize
+
+    texts = {str(p): p.read_bytes() for p in files}
+    summaries = [summarize(path, data.decode("utf-8", "replace")) for path, data in texts.items()]
+    linker = Linker()
+    findings = link(summaries, linker)
+    index = linker.last
+    assert index is not None
+    sites = index.compile_sites()
+    site_files = {s.span.path for s in sites}
+    reached = {node[1][0] for site in sites for node in index.reach.reached_nodes(site)}
+    loud = {f.span.path for f in findings if f.severity in (Severity.WARNING, Severity.INFO)}
+    keep = {path for path, data in texts.items() if SEED.search(data.replace(b"re.compile", b""))}
+    seeds, pending = len(keep), list(keep)
+    while pending:
+        summary = index.summary(pending.pop())
+        for _, ref in summary.imports if summary is not None else ():
+            symbol = index.files.resolve(summary.path, ref)
+            if symbol is not None and symbol.path not in keep:
+                keep.add(symbol.path)
+                pending.append(symbol.path)
+    print(f"\nreach ({len(files)} files): {len(site_files)} hold compile sites, {len(reached)} hold code they reach,")
+    print(f"  {len(site_files | reached)} in all; warning/info findings in {len(loud)} files,")
+    print(f"  {len(loud - site_files - reached)} of them outside those")
+    missed = len((site_files | reached) - keep)
+    print(f"  an import-level pre-pass keeps {len(keep)} files ({seeds} name compile/dynamo, and what they import),")
+    print(f"  {len(keep) * 100 // max(1, len(files))} % of the corpus, and misses {missed} of the reached files")
 
 
 if __name__ == "__main__":
