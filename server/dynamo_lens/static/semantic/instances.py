@@ -91,12 +91,21 @@ def _block_arguments(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt
 
 
 def _helpers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
-    """The module-level functions of ``ctx`` that build something (``def _build_attention(layer_id): return
-    Attention(...)``): a loop that calls one with its counter builds instances whose values follow it."""
+    """The module-level functions of ``ctx`` that a loop calls and that build something (``def
+    _build_attention(layer_id): return Attention(...)``): a loop that calls one with its counter builds instances
+    whose values follow it. (The editor asks on every keystroke: only functions a loop calls are walked.)"""
+    called = {
+        call.func.id
+        for block in ctx.blocks
+        for loop in LOOPS
+        for at in block.nodes.get(loop, ())
+        for call in ast.walk(at.node)
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+    }
     return {
         node.name: node
         for node in ctx.tree.body
-        if isinstance(node, ast.FunctionDef) and not node.name[:1].isupper() and any(_constructions(node.body))
+        if isinstance(node, ast.FunctionDef) and node.name in called and any(_constructions(node.body))
     }
 
 
