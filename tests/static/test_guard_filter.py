@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from oracle import ORACLE_PYTHON, oracle_torch
+from test_dl10x_torch import marked_lines
 
 from dynamo_lens.model import Finding, Severity
 from dynamo_lens.static import link, summarize
@@ -37,6 +38,10 @@ class Case:
     severity: Severity
     before: tuple[Release, int, bool, Severity] | None = None
     """What torch does before ``Release`` instead: compiles, stale results, the finding's severity."""
+
+    @property
+    def path(self) -> Path:
+        return FIXTURES / self.fixture
 
     def on(self, release: Release | None) -> Case:
         if self.before is None or (release or PINNED) >= self.before[0]:
@@ -75,7 +80,7 @@ CASES = (
 
 
 def observe(case: Case) -> dict[str, object]:
-    path = str(FIXTURES / case.fixture)
+    path = str(case.path)
     done = subprocess.run([ORACLE_PYTHON, str(PROBE), path], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     seen: dict[str, object] = json.loads(done.stdout)[path]
@@ -99,9 +104,9 @@ def test_the_message_says_what_the_filter_made_torch_do(case: Case) -> None:
     assert max(compiles.values()) == case.compiles, compiles
     assert bool(seen["stale_results"]) == case.stale, seen["stale_results"]
 
-    path = FIXTURES / case.fixture
+    path = case.path
     findings = [f for f in link([summarize(str(path), path.read_text(encoding="utf-8"))]) if f.code == case.code]
-    assert findings
+    assert {f.span.line for f in findings} == marked_lines(case)
     for finding in findings:
         assert finding.severity is case.severity, finding.message
         named = [r.message for r in finding.related if "guard_filter_fn" in r.message]

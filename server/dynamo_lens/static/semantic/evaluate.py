@@ -319,14 +319,20 @@ class Evaluator:
     def _class_value(self, cls: ClassKey, name: str) -> Values:
         """What the class body nearest in ``cls``'s MRO binds to ``name`` (a subclass's ``model_class = Net``
         overrides its base's)."""
+        found = self._class_binding(cls, name)
+        return self.evaluate(found[1], found[0]) if found is not None else NOTHING
+
+    def _class_binding(self, cls: ClassKey, name: str) -> tuple[str, Expr] | None:
+        """The file and value of the class-body binding of ``name`` nearest in ``cls``'s MRO; None when there is none,
+        or the nearest binds it to something that cannot matter (``_repeated_blocks = None``)."""
         for owner in self.classes.mro(cls)[0]:
             summary = self.files.class_summary(owner)
             for attr, value in summary.class_values if summary is not None else ():
                 if attr == name:
-                    return self.evaluate(value, owner[0])
+                    return owner[0], value
             if summary is not None and name in summary.class_attrs:
-                return NOTHING  # bound there to something that cannot matter (a literal)
-        return NOTHING
+                return None
+        return None
 
     def _field(self, cls: ClassKey, name: str) -> Iterable[Value]:
         """A field of a class without an ``__init__`` of its own (a ``@dataclass``, a ``NamedTuple``): what its
@@ -543,17 +549,8 @@ class Evaluator:
                 classes = {v.cls for v in selves if isinstance(v, Instance)}
                 if not selves or len(classes) < len(selves):  # some caller's object is unknown: any subclass
                     classes = {owner, *self.classes.subclasses(owner)}
-                for cls in classes:
-                    pending.extend(self._class_binding(cls, expr.attr))
-
-    def _class_binding(self, cls: ClassKey, name: str) -> Iterator[tuple[str, Expr]]:
-        """The file and value of the class-body binding of ``name`` nearest in ``cls``'s MRO."""
-        for owner in self.classes.mro(cls)[0]:
-            summary = self.files.class_summary(owner)
-            for attr, value in summary.class_values if summary is not None else ():
-                if attr == name:
-                    yield owner[0], value
-                    return
+                bindings = (self._class_binding(cls, expr.attr) for cls in classes)
+                pending.extend(binding for binding in bindings if binding is not None)
 
     def _attribute_of(self, value: Value, name: str) -> Iterable[Value]:
         if isinstance(value, Instance):

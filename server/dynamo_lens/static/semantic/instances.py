@@ -10,7 +10,7 @@ argument; ``DL107`` puts them together across the workspace.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -45,14 +45,13 @@ def instance_arguments(ctx: FileContext, code: str) -> Iterator[InstanceArgument
     """The constructor arguments of ``ctx`` that can differ between instances (as candidates of ``code``): those that
     follow a loop counter, and literal ``bool``/``str`` keywords (which differ when another construction passes
     another one). Classes of torch itself (``nn.Linear(8, 8, bias=False)``) are left out."""
-    helpers = _helpers(ctx)
-    through = [_helper_arguments(ctx, block.nodes, helpers) for block in ctx.blocks] if helpers else []
+    defs = {node.name: node for node in ctx.tree.body if isinstance(node, ast.FunctionDef)}
     returns = tuple(
-        (node.name, node.returns.id)
-        for node in ctx.tree.body
-        if isinstance(node, ast.FunctionDef) and isinstance(node.returns, ast.Name)
-    )  # what `_returned_kind` reads of other blocks
-    for found in [*ctx.per_block("instances", partial(_block_arguments, ctx), key=returns), *through]:
+        (name, node.returns.id) for name, node in defs.items() if isinstance(node.returns, ast.Name)
+    )  # what the annotated helpers return, read by every block: part of the per-block key
+    kept = ctx.per_block("instances", partial(_block_arguments, ctx, dict(returns)), key=returns)
+    through = _helper_arguments(ctx, defs, dict(returns))
+    for found in [*kept, through]:
         for call, ref, position, keyword, text, kind, literal, count, built_with in found:
             span = ctx.span(call)
             yield InstanceArgument(code, span, ref, position, keyword, text, kind, literal, count, built_with)
@@ -62,17 +61,19 @@ _Found = tuple[ast.Call, Ref, int, str, str, str, str, int, tuple[Ref, ...]]
 MAX_BUILT = 16
 
 
-def _block_arguments(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]]) -> list[_Found]:
+def _block_arguments(
+    ctx: FileContext, returns: Mapping[str, str], nodes: Mapping[type[ast.AST], list[NodeAt]]
+) -> list[_Found]:
     """:func:`instance_arguments` of one block, without positions (kept with the block while it is unchanged)."""
     found: list[_Found] = []
     for loop in LOOPS:
         for at in nodes.get(loop, ()):
             for counters, count, parts in _loop(at.node):
                 calls = list(_constructions(parts))
-                built = tuple(dict.fromkeys(r for c in calls if (r := ctx.ref(c.func)) is not None))[:MAX_BUILT]
+                built = _refs(ctx, calls)
                 varying = _derived(parts, counters)
                 for call in calls:
-                    found.extend(_following(ctx, call, varying, count, built))
+                    found.extend(_following(ctx, call, varying, count, built, returns))
     for at in nodes.get(ast.Call, ()):
         node = at.node
         assert isinstance(node, ast.Call)
@@ -90,105 +91,91 @@ def _block_arguments(ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt
     return found
 
 
-def _helpers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
-    """The module-level functions of ``ctx`` that a loop calls and that build something (``def
-    _build_attention(layer_id): return Attention(...)``): a loop that calls one with its counter builds instances
-    whose values follow it. (The editor asks on every keystroke: only functions a loop calls are walked.)"""
-    called = {
-        call.func.id
-        for block in ctx.blocks
-        for loop in LOOPS
-        for at in block.nodes.get(loop, ())
-        for call in ast.walk(at.node)
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-    }
-    return {
-        node.name: node
-        for node in ctx.tree.body
-        if isinstance(node, ast.FunctionDef) and node.name in called and any(_constructions(node.body))
-    }
-
-
 def _helper_arguments(
-    ctx: FileContext, nodes: Mapping[type[ast.AST], list[NodeAt]], helpers: Mapping[str, ast.FunctionDef]
+    ctx: FileContext, defs: Mapping[str, ast.FunctionDef], returns: Mapping[str, str]
 ) -> list[_Found]:
-    """The constructions inside a module-level helper that a loop of ``nodes`` calls with values that follow its
-    counter (``_build_attention(layer_id=i)`` in ``for i in range(n)``): each argument there that follows the
-    helper's parameter follows the loop. Not kept per block: the helper is another block."""
+    """The constructions inside a module-level function of ``defs`` (``def _build_attention(layer_id): return
+    Attention(...)``) that a counter loop calls with values following its counter (``_build_attention(layer_id=i)``
+    in ``for i in range(n)``): each argument there that follows such a parameter follows the loop. Not kept per block
+    (the helper is another block): it runs on every keystroke, so only counter loops are walked."""
     found: list[_Found] = []
-    for loop in LOOPS:
-        for at in nodes.get(loop, ()):
-            for counters, count, parts in _loop(at.node):
-                varying = _derived(parts, counters)
-                built = tuple(dict.fromkeys(r for c in _constructions(parts) if (r := ctx.ref(c.func)) is not None))[
-                    :MAX_BUILT
-                ]
-                for call in _calls(parts):
-                    helper = helpers.get(call.func.id) if isinstance(call.func, ast.Name) else None
-                    passed = _passed(helper, call, varying) if helper is not None else {}
-                    if helper is None or not passed:
-                        continue
-                    inner = _derived(helper.body, passed)
-                    constructions = list(_constructions(helper.body))
-                    # `return Block(Attention(...))`: the helper builds the layers that hold the instances too
-                    made = tuple(r for c in constructions if (r := ctx.ref(c.func)) is not None)
-                    holders = tuple(dict.fromkeys((*built, *made)))[:MAX_BUILT]
-                    for construction in constructions:
-                        found.extend(_following(ctx, construction, inner, count, holders))
+    builds: dict[str, list[ast.Call]] = {}
+    for block in ctx.blocks:
+        for loop in LOOPS:
+            for at in block.nodes.get(loop, ()):
+                for counters, count, parts in _loop(at.node):
+                    calls = [c for c in _calls(parts) if isinstance(c.func, ast.Name) and c.func.id in defs]
+                    varying = _derived(parts, counters) if calls else {}
+                    built = _refs(ctx, _constructions(parts)) if calls else ()
+                    for call in calls:
+                        assert isinstance(call.func, ast.Name)
+                        helper = defs[call.func.id]
+                        made = builds.setdefault(helper.name, list(_constructions(helper.body)))
+                        passed = _passed(helper, call, varying, returns) if made else {}
+                        if not passed:
+                            continue
+                        inner = _derived(helper.body, passed)
+                        # `return Block(Attention(...))`: the helper builds the layers that hold the instances too
+                        holders = tuple(dict.fromkeys((*built, *_refs(ctx, made))))[:MAX_BUILT]
+                        for construction in made:
+                            found.extend(_following(ctx, construction, inner, count, holders, returns))
     return found
 
 
-def _calls(parts: list[ast.AST]) -> Iterator[ast.Call]:
+def _refs(ctx: FileContext, calls: Iterable[ast.Call]) -> tuple[Ref, ...]:
+    """The classes ``calls`` construct, each once (at most :data:`MAX_BUILT`)."""
+    return tuple(dict.fromkeys(r for c in calls if (r := ctx.ref(c.func)) is not None))[:MAX_BUILT]
+
+
+def _calls(parts: Sequence[ast.AST]) -> Iterator[ast.Call]:
     for part in parts:
         yield from (node for node in ast.walk(part) if isinstance(node, ast.Call))
 
 
-def _passed(helper: ast.FunctionDef, call: ast.Call, varying: dict[str, str]) -> dict[str, str]:
+def _passed(
+    helper: ast.FunctionDef, call: ast.Call, varying: Mapping[str, str], returns: Mapping[str, str]
+) -> dict[str, str]:
     """The parameters of ``helper`` that ``call`` gives a value following the loop, with its kind."""
     params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
     named = {*params, *(a.arg for a in helper.args.kwonlyargs)}
     found: dict[str, str] = {}
     for position, keyword, argument in _arguments(call):
         param = keyword if keyword in named else params[position] if 0 <= position < len(params) else ""
-        if not param:
-            continue
-        if isinstance(argument, ast.Name) and varying.get(argument.id) == CHOICE:
-            found[param] = CHOICE
-            continue
-        kind, varies = value_kind(argument, _scalars(varying))
-        if varies and kind in CONVERSIONS:
+        kind = _argument_kind(argument, varying, returns) if param else None
+        if kind is not None:
             found[param] = kind
     return found
 
 
 def _following(
-    ctx: FileContext, call: ast.Call, counters: dict[str, str], count: int, built: tuple[Ref, ...]
+    ctx: FileContext,
+    call: ast.Call,
+    counters: Mapping[str, str],
+    count: int,
+    built: tuple[Ref, ...],
+    returns: Mapping[str, str],
 ) -> Iterator[_Found]:
     ref = ctx.ref(call.func)
     if ref is None or ref.dotted.startswith("torch."):
         return
     for position, keyword, argument in _arguments(call):
-        chosen = isinstance(argument, ast.Name) and counters.get(argument.id) == CHOICE
-        if chosen or (isinstance(argument, ast.IfExp) and names_in(argument.test) & counters.keys()):
-            # `window if i % 2 == 0 else None`: one of two values, chosen per instance
-            yield call, ref, position, keyword, ctx.source(argument, 40), CHOICE, "", 2, built
-            continue
-        kind, varies = value_kind(argument, _scalars(counters))
-        if kind not in CONVERSIONS and varies:
-            kind = _returned_kind(ctx, argument)  # `use_rope=_layer_use_rope(i, n)` with `-> bool`
-        if varies and kind in CONVERSIONS:
-            yield call, ref, position, keyword, ctx.source(argument, 40), kind, "", count, built
+        kind = _argument_kind(argument, counters, returns)
+        if kind is not None:
+            values = 2 if kind == CHOICE else count
+            yield call, ref, position, keyword, ctx.source(argument, 40), kind, "", values, built
 
 
-def _returned_kind(ctx: FileContext, expr: ast.expr) -> str:
-    """The scalar kind a call of a module-level function of ``ctx`` returns by its annotation (``-> bool``)."""
-    if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Name):
-        return "unknown"
-    name = expr.func.id
-    for node in ctx.tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == name and isinstance(node.returns, ast.Name):
-            return node.returns.id if node.returns.id in CONVERSIONS else "unknown"
-    return "unknown"
+def _argument_kind(argument: ast.expr, varying: Mapping[str, str], returns: Mapping[str, str]) -> str | None:
+    """How an argument follows the loop: :data:`CHOICE` for one of two values it picks (``window if i % 2 == 0 else
+    None``, or a name bound so), the scalar kind of a value computed from its counter (``i == 0``, or a call of a
+    module-level function annotated ``-> bool``: ``returns``), None when it does not follow it."""
+    chosen = isinstance(argument, ast.Name) and varying.get(argument.id) == CHOICE
+    if chosen or (isinstance(argument, ast.IfExp) and names_in(argument.test) & varying.keys()):
+        return CHOICE
+    kind, varies = value_kind(argument, _scalars(varying))
+    if varies and kind not in CONVERSIONS and isinstance(argument, ast.Call) and isinstance(argument.func, ast.Name):
+        kind = returns.get(argument.func.id, kind)  # `use_rope=_layer_use_rope(i, n)` with `-> bool`
+    return kind if varies and kind in CONVERSIONS else None
 
 
 def _derived(parts: Sequence[ast.AST], counters: Mapping[str, str]) -> dict[str, str]:

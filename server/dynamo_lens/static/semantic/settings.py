@@ -450,27 +450,32 @@ class GuardFilter:
 
 def guard_filter(sites: Iterable[CompileSite], family: str) -> GuardFilter | None:
     """How the ``guard_filter_fn`` of ``sites`` treats guards of ``family`` (``torch_facts.MODULE_STATE``, ...):
-    None when a site keeps the guard (no filter, or a shipped one that keeps the family): there the cost stands;
-    else unreadable when a site passes a filter the scan cannot read (a lambda), or one that drops the guards of
-    globals, which also drops state the compiled code reaches through a global; else dropped (torch 2.8+)."""
+    None when a site keeps the guard (there the cost stands); else unreadable when a site's filter may or may not
+    drop it; else dropped (torch 2.8+)."""
     sites = tuple(sites)
     if not sites or not describes_since(GUARD_FILTER_SINCE):
         return None
     if family == GRAD_MODE and not describes_since(GRAD_MODE_FILTERED_SINCE):
         return None
-    drops = [family in GUARD_FILTERS.get(s.guard_filter, ()) for s in sites]
-    unread = [
-        s
-        for s, dropped in zip(sites, drops, strict=True)
-        if not dropped
-        and (s.guard_filter not in GUARD_FILTERS or GLOBALS in GUARD_FILTERS[s.guard_filter])
-        and s.guard_filter
-    ]
-    if not all(dropped or s in unread for s, dropped in zip(sites, drops, strict=True)):
+    treated = [(_treats(site, family), site) for site in sites]
+    if any(treatment == "keeps" for treatment, _ in treated):
         return None
-    if unread:
-        return GuardFilter(unread[0].guard_filter, unread[0], drops=False)
+    unread = next((site for treatment, site in treated if treatment == "unread"), None)
+    if unread is not None:
+        return GuardFilter(unread.guard_filter, unread, drops=False)
     return GuardFilter(sites[0].guard_filter, sites[0], drops=True)
+
+
+def _treats(site: CompileSite, family: str) -> str:
+    """``keeps``, ``drops`` or ``unread``: what the site's filter does to guards of ``family``. A filter of the
+    project's own (a lambda) cannot be read; one that drops the guards of globals also drops state the compiled code
+    reaches through a global, which the scan does not track."""
+    if not site.guard_filter:
+        return "keeps"
+    drops = GUARD_FILTERS.get(site.guard_filter)
+    if drops is None or (family not in drops and GLOBALS in drops):
+        return "unread"
+    return "drops" if family in drops else "keeps"
 
 
 @dataclass(frozen=True, slots=True)
