@@ -29,6 +29,8 @@ export interface CacheEntry {
 
 export interface Frame extends FrameRef {
   readonly cache_entries?: readonly CacheEntry[];
+  /** Calls that ran this frame's compiled code; null where the run could not count them. */
+  readonly compiled_calls?: number | null;
 }
 
 export interface FailedGuard extends Guard {
@@ -54,6 +56,8 @@ export interface LimitHit {
   readonly limit?: string;
   readonly value?: number;
   readonly last_reason?: string | null;
+  /** Calls that ran eagerly after the hit (an estimate from the guard misses at its call site). */
+  readonly eager_calls?: number | null;
 }
 
 export interface RunReport {

@@ -103,19 +103,19 @@ def test_summary_table_culprits_and_notes(tmp_path: Path, monkeypatch: pytest.Mo
         exit_code=0,
         complete=False,
         frames=(
-            Frame("forward", model, 1, 0, 0, False, entries),
+            Frame("forward", model, 1, 0, 0, False, entries, compiled_calls=3),
             Frame("helper", model, 4, 1, 0, False, (CacheEntry("1/0", "skipped"),)),
         ),
         recompiles=(Recompile("0/1", ref, (failed_steps,)), Recompile("0/2", ref, (failed_shape, failed_steps))),
-        limit_hits=(LimitHit("recompile_limit", 8, "", ref),),
+        limit_hits=(LimitHit("recompile_limit", 8, "", ref, eager_calls=2),),
     )
     outcome = _outcome(0, report=report, notes=("not collected: x",), report_path=tmp_path / "r.json")
     text = render_text(outcome, Target(script="model.py"), [], ["budget exceeded: 2 recompiles > --max-recompiles 1"])
     assert text.splitlines() == [
         "",
         "dynamo-lens: ran model.py in 1.0 s (exit 0, torch 2.13.0+cpu)",
-        "compiled frame       compiles  recompiles  graph breaks  limit  compile s",
-        "forward  model.py:1         3           2             0    hit       1.00",
+        "compiled frame       compiles  recompiles  graph breaks         limit  compiled calls  compile s",
+        "forward  model.py:1         3           2             0  hit, 2 eager               3       1.00",
         "    recompile culprit: `self.steps == 0` (EQUALS_MATCH), guard installed at model.py:2",
         "    recompile culprit: `tensor 'x' size mismatch at index 0. expected 2, actual 3` (TENSOR_MATCH), "
         "triggered by the call at model.py:5",
@@ -169,9 +169,14 @@ def test_example_prints_output_table_culprits_and_report(
     assert "step 11  loss" in out  # the script's own output passes through
     lines = out.splitlines()
     forward = next(line for line in lines if line.startswith("forward  examples/recompiling_counter.py:25"))
-    assert forward.split()[-5:-1] == ["8", "7", "1", "hit"]  # 8 entries, 7 recompiles; the ninth compile refused
-    # the run's totals, as the status bar shows them (forward and its resume after the graph break)
-    assert "in all: 16 compiles · 14 recompiles · limit hit · 1 graph break · 4 calls ran eagerly" in lines
+    # 8 entries, 7 recompiles, the ninth compile refused; of the 12 calls 8 ran compiled code (each compile's own
+    # call: every later one failed the counter's guard), the 4 past the limit eagerly
+    assert forward.split()[-8:-1] == ["8", "7", "1", "hit,", "4", "eager", "8"]
+    # the run's totals (forward and its resume after the graph break)
+    assert (
+        "in all: 16 compiles · 14 recompiles · limit hit · 1 graph break · 16 calls ran compiled code, 4 eagerly"
+        in lines
+    )
     assert (
         "    recompile culprit: `self.steps == 7` (EQUALS_MATCH), guard installed at examples/recompiling_counter.py:26"
         in lines

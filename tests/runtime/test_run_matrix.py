@@ -65,3 +65,9 @@ def test_run_agrees_with_torch_logs(tmp_path: Path) -> None:
     assert ours == recompiles
     assert {b["line"] for b in report["graph_breaks"] if b["path"] == str(SCRIPT)} == breaks
     assert all("graph break" not in m for m in report["missing"]), report["missing"]
+    # the calls that ran each frame's compiled code, where this torch has the guard-complete hook (2.8 and later)
+    calls = {frame["name"]: frame.get("compiled_calls") for frame in report["frames"]}
+    if report["sources_ok"]["guard_complete_hook"]:
+        assert calls == {"sized": 3, "logged": 2, "torch_dynamo_resume_in_logged_at_14": 2}
+    else:
+        assert set(calls.values()) == {None}

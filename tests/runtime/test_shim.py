@@ -257,6 +257,42 @@ def test_int_counter_recompiles_eight_times_then_hits_the_limit(behaviours: Run)
     assert hit.eager_calls == 4
 
 
+def test_each_frame_counts_the_calls_that_ran_its_compiled_code(behaviours: Run) -> None:
+    """Every call either ran one of the frame's entries (a hit, or the compile it triggered) or, past the limit, ran
+    eagerly; the four module classes share `nn.Module._call_impl`'s call of `forward`, the resume functions are called
+    from their parent's compiled code (again from a new instruction once the parent recompiled for a new shape)."""
+    report = behaviours.report
+    calls = {(f.name, f.line): f.compiled_calls for f in report.frames}
+    expected = {
+        ("forward", _forward_of(BEHAVIOURS, "Counter")): 8,  # 12 calls: 8 compiled, 4 eager past the limit
+        ("forward", _forward_of(BEHAVIOURS, "Scaled")): 4,
+        ("forward", _forward_of(BEHAVIOURS, "Flagged")): 4,
+        ("forward", _forward_of(BEHAVIOURS, "Block")): 4,
+        ("shaped", def_line(BEHAVIOURS, "def shaped(")): 4,
+        ("with_int", def_line(BEHAVIOURS, "def with_int(")): 4,
+        ("with_global", def_line(BEHAVIOURS, "def with_global(")): 3,
+        ("with_breaks", def_line(BEHAVIOURS, "def with_breaks(")): 3,
+        (f"torch_dynamo_resume_in_with_breaks_at_{line_of(BEHAVIOURS, 'print')}", line_of(BEHAVIOURS, "print")): 3,
+        (f"torch_dynamo_resume_in_with_breaks_at_{line_of(BEHAVIOURS, 'item')}", line_of(BEHAVIOURS, "item")): 3,
+        ("grad_sensitive", def_line(BEHAVIOURS, "def grad_sensitive(")): 3,
+        ("call_module", def_line(BEHAVIOURS, "def call_module(")): 3,
+        ("nothing_to_compile", def_line(BEHAVIOURS, "def nothing_to_compile(")): 0,
+        ("break_in_loop", def_line(BEHAVIOURS, "def break_in_loop(")): 0,
+    }
+    assert calls == expected
+    hits = report.summary.cache_hits
+    assert hits is not None and sum(expected.values()) == hits + report.summary.compiles_ok  # none unattributed
+    counter = frame_at(report, BEHAVIOURS, _forward_of(BEHAVIOURS, "Counter"))
+    assert report.counts(counter).calls_text() == "8 calls ran compiled code, 4 eagerly"
+
+
+def _forward_of(fixture: Path, cls: str) -> int:
+    """The ``def forward`` line of class ``cls`` of the fixture."""
+    lines = fixture.read_text(encoding="utf-8").splitlines()
+    start = def_line(fixture, f"class {cls}(")
+    return next(n for n, text in enumerate(lines[start:], start + 1) if text.strip().startswith("def forward("))
+
+
 def test_every_live_entry_carries_its_full_guard_list(behaviours: Run) -> None:
     frame = frame_at(behaviours.report, BEHAVIOURS, def_line(BEHAVIOURS, "def forward(self, x):"))
     entry: CacheEntry = frame.cache_entries[3]

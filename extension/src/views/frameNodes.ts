@@ -126,6 +126,9 @@ function frameNode(frame: Frame, report: RunReport, root: string | undefined, cl
   if (breaks.length > 0) {
     facts.push(plural(breaks.length, "graph break"));
   }
+  if (typeof frame.compiled_calls === "number") {
+    facts.push(`${plural(frame.compiled_calls, "call")} ran compiled code`);
+  }
   const children: FrameNode[] = entries.map((entry) => entryNode(entry, root));
   if (recompiles.length > 0) {
     children.push(
@@ -207,7 +210,11 @@ function graphBreakNode(gb: GraphBreak, root: string | undefined): FrameNode {
 function limitNode(hit: LimitHit): FrameNode {
   return {
     kind: "limit",
-    label: `${hit.limit ?? "recompile_limit"} hit${typeof hit.value === "number" ? ` (${hit.value})` : ""}: later calls run eagerly`,
+    label: `${hit.limit ?? "recompile_limit"} hit${typeof hit.value === "number" ? ` (${hit.value})` : ""}: ${
+      typeof hit.eager_calls === "number" && hit.eager_calls > 0
+        ? `${plural(hit.eager_calls, "later call")} ran eagerly`
+        : "later calls run eagerly"
+    }`,
     tooltip: hit.last_reason ?? undefined,
     children: [],
   };

@@ -110,6 +110,18 @@ describe("buildFrameNodes", () => {
     expect(limit.tooltip).toBe("self.steps == 7");
   });
 
+  it("says how many calls ran the compiled code, and how many ran eagerly after the limit, where the run counted them", () => {
+    const counted = buildFrameNodes(
+      {
+        frames: [{ ...forward, cache_entries: [{ compile_id: "0/0", status: "ok" }], compiled_calls: 40 }],
+        limit_hits: [{ frame: forward, limit: "recompile_limit", value: 8, eager_calls: 4 }],
+      },
+      "/ws",
+    );
+    expect(counted[0].description).toBe("1 cache entry · limit hit · 40 calls ran compiled code  examples/model.py:24");
+    expect(counted[0].children.at(-1)?.label).toBe("recompile_limit hit (8): 4 later calls ran eagerly");
+  });
+
   it("copes with an empty or partial report", () => {
     expect(buildFrameNodes({})).toEqual([]);
     expect(buildFrameNodes({ frames: [{ name: "f" }] })[0]).toMatchObject({

@@ -355,12 +355,13 @@ def _headline(outcome: RunOutcome, target: Target) -> str:
     return f"dynamo-lens: ran {target.display} in {outcome.duration_s:.1f} s ({status}, torch {torch or 'unknown'})"
 
 
-_COLUMNS = ("compiled frame", "compiles", "recompiles", "graph breaks", "limit", "compile s")
+_COLUMNS = ("compiled frame", "compiles", "recompiles", "graph breaks", "limit", "compiled calls", "compile s")
 
 
 def frame_table(stats: list[FrameStats], display: Callable[[str], str] | None = None) -> list[str]:
-    """Per compiled frame its compiles, recompiles, graph breaks, limit and compile time, with the recompiles'
-    culprits under it; ``display`` names a file (default: relative to the working directory)."""
+    """Per compiled frame its compiles, recompiles, graph breaks, limit (and the calls that then ran eagerly), the
+    calls that ran its compiled code and its compile time, with the recompiles' culprits under it; ``display`` names
+    a file (default: relative to the working directory)."""
     display = display or _display
     rows = [
         (
@@ -368,7 +369,8 @@ def frame_table(stats: list[FrameStats], display: Callable[[str], str] | None = 
             str(s.compiles),
             str(s.recompiles),
             str(s.graph_breaks),
-            "hit" if s.limit_hit else "-",
+            _limit_cell(s),
+            "-" if s.compiled_calls is None else str(s.compiled_calls),
             f"{s.compile_time_s:.2f}",
         )
         for s in stats
@@ -379,6 +381,13 @@ def frame_table(stats: list[FrameStats], display: Callable[[str], str] | None = 
         lines.append("  ".join(_cell(text, width, i) for i, (text, width) in enumerate(zip(row, widths, strict=True))))
         lines += _culprit_lines(stat, display)
     return lines
+
+
+def _limit_cell(stat: FrameStats) -> str:
+    """``hit``, with the calls that then ran eagerly where they were counted (``hit, 4 eager``); ``-`` if not hit."""
+    if not stat.limit_hit:
+        return "-"
+    return f"hit, {stat.eager_calls} eager" if stat.eager_calls else "hit"
 
 
 def _culprit_lines(stat: FrameStats, display: Callable[[str], str]) -> list[str]:

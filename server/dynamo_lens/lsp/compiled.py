@@ -72,8 +72,9 @@ class Observed:
     """In a multi-process run, what each rank that ran the place saw (this object is the first rank's)."""
 
     def stats_text(self) -> str:
-        """``compiled 8x · 7 recompiles · limit hit · 4 calls ran eagerly · 2 graph breaks`` (zero counts left
-        out): is it really running compiled? Per rank in a multi-process run (``rank 0: compiled 1x; rank 1: …``)."""
+        """``compiled 8x · 7 recompiles · limit hit · 30 calls ran compiled code, 4 eagerly · 2 graph breaks`` (zero
+        counts left out): is it really running compiled? Per rank in a multi-process run (``rank 0: compiled 1x;
+        rank 1: …``)."""
         if self.by_rank:
             return "; ".join(f"{label}: {seen.stats_text()}" for label, seen in self.by_rank)
         counts = self.counts
@@ -85,8 +86,9 @@ class Observed:
             stats.append(plural(counts.recompiles, "recompile"))
         if counts.limit_hits:
             stats.append("limit hit")
-        if counts.eager_calls:
-            stats.append(f"{plural(counts.eager_calls, 'call')} ran eagerly")
+        calls = counts.calls_text()
+        if calls:
+            stats.append(calls)
         if counts.graph_breaks:
             stats.append(plural(counts.graph_breaks, "graph break"))
         return " · ".join(stats)

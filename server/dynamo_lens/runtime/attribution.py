@@ -177,6 +177,9 @@ class FrameStats:
     """As :class:`~dynamo_lens.runtime.report.Counts` counts them."""
     limit_hit: str | None
     """The limit that was hit (``recompile_limit``), or None."""
+    compiled_calls: int | None
+    eager_calls: int | None
+    """As :class:`~dynamo_lens.runtime.report.Counts` counts them (None: not counted)."""
     compile_time_s: float
     culprits: tuple[Blame, ...]
     """The last recompile blamed on each distinct line, in compile order."""
@@ -204,6 +207,8 @@ def frame_stats(report: RunReport) -> list[FrameStats]:
                 recompiles=counts.recompiles,
                 graph_breaks=counts.graph_breaks,
                 limit_hit=hits[0] if hits else None,
+                compiled_calls=counts.compiled_calls,
+                eager_calls=counts.eager_calls,
                 compile_time_s=sum(e.compile_time_s or 0.0 for e in frame.cache_entries),
                 culprits=tuple(last_by_line.values()),
             )

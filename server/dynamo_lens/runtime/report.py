@@ -186,6 +186,9 @@ class Frame(_Record):
     reset_epoch: int = 0
     is_resume: bool = False
     cache_entries: tuple[CacheEntry, ...] = ()
+    compiled_calls: int | None = None
+    """Calls that ran this frame's compiled code: the compiles that produced an entry (their call runs it) and the
+    cache hits attributed to the frame; None where the run could not count calls per frame."""
 
     @property
     def ref(self) -> FrameRef:
@@ -388,10 +391,16 @@ class Counts:
     eager_calls: int | None = None
     """Calls that ran eagerly because no entry matched and the limit refused a new one (an estimate from the guard
     misses at the limit's call site; None where the shim could not count calls)."""
+    compiled_calls: int | None = None
+    """Calls that ran compiled code (:attr:`Frame.compiled_calls`; for a whole run, every cache hit and every
+    compile that produced an entry); None where the shim could not count them."""
 
     def __add__(self, other: Counts) -> Counts:
         """The counts of two frames together (a compiled place with several frames)."""
         eager = (self.eager_calls or 0) + (other.eager_calls or 0)
+        compiled = None
+        if self.compiled_calls is not None or other.compiled_calls is not None:
+            compiled = (self.compiled_calls or 0) + (other.compiled_calls or 0)
         return Counts(
             compiles=self.compiles + other.compiles,
             recompiles=self.recompiles + other.recompiles,
@@ -399,17 +408,29 @@ class Counts:
             graph_breaks=self.graph_breaks + other.graph_breaks,
             limit_hits=self.limit_hits + other.limit_hits,
             eager_calls=eager or None,
+            compiled_calls=compiled,
         )
 
     def describe(self) -> str:
-        """``16 compiles · 14 recompiles · limit hit · 1 graph break · 4 calls ran eagerly``, as the status bar."""
+        """``16 compiles · 14 recompiles · limit hit · 1 graph break · 40 calls ran compiled code, 4 eagerly``."""
         parts = [plural(self.compiles, "compile"), plural(self.recompiles, "recompile")]
         if self.limit_hits:
             parts.append("limit hit")
         parts.append(plural(self.graph_breaks, "graph break"))
-        if self.eager_calls:
-            parts.append(f"{plural(self.eager_calls, 'call')} ran eagerly")
+        calls = self.calls_text()
+        if calls:
+            parts.append(calls)
         return " · ".join(parts)
+
+    def calls_text(self) -> str:
+        """``40 calls ran compiled code, 4 eagerly`` (either half alone where the other is not known or zero), or
+        ``""`` when neither was counted."""
+        ran: list[str] = []
+        if self.compiled_calls is not None:
+            ran.append(f"{plural(self.compiled_calls, 'call')} ran compiled code")
+        if self.eager_calls:
+            ran.append(f"{self.eager_calls} eagerly" if ran else f"{plural(self.eager_calls, 'call')} ran eagerly")
+        return ", ".join(ran)
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,7 +512,15 @@ class RunReport(_Record):
             graph_breaks=sum(1 for g in self.graph_breaks if frame is None or self._of(g.frame, frame)),
             limit_hits=len(hits),
             eager_calls=self.summary.eager_fallback_calls if frame is None else sum(e for e in eager if e) or None,
+            compiled_calls=self._compiled_calls(frame),
         )
+
+    def _compiled_calls(self, frame: Frame | None) -> int | None:
+        if frame is not None:
+            return frame.compiled_calls
+        if self.summary.cache_hits is None:
+            return None
+        return self.summary.cache_hits + sum(f.compiles_ok for f in self.frames)
 
     def _of(self, ref: FrameRef | None, frame: Frame) -> bool:
         return ref is not None and self.frame(ref) is frame

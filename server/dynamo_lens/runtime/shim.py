@@ -22,7 +22,8 @@ How it collects, without touching Dynamo's per-call (cache-hit) path:
 3. ``guard_export_fn``, added by wrapping ``torch._dynamo.optimize`` (which ``torch.compile`` calls): the full user
    stack of every guard, so a guard installed inside ``nn.Linear`` maps back to the user's line;
 4. a WARNING handler on ``torch._dynamo.convert_frame`` (recompile-limit hits) and ``set_guard_complete_hook``
-   (cache hits and misses, from which the calls that silently ran eagerly are estimated);
+   (cache hits and misses, from which the calls that silently ran eagerly are estimated; each hit is counted for
+   the compiled code it ran, :class:`CompiledCalls`);
 5. ``nn.Module.register_forward_hook`` / ``register_forward_pre_hook`` wrapped: a hook added to a submodule of a
    compiled module after a compile gets two counting probes (``late_hook`` events), the only per-call cost, and
    only for such hooks;
@@ -634,6 +635,7 @@ class ReportBuilder:
     def _frames_json(self) -> tuple[list[Event], dict[tuple[int, int, str], list[Event]]]:
         out: list[Event] = []
         guards_by_entry: dict[tuple[int, int, str], list[Event]] = {}
+        hits = self._hits_by_frame()
         for key in sorted(self.frames):
             frame = self.frames[key]
             if frame.path == self.policy.shim_file:
@@ -652,9 +654,21 @@ class ReportBuilder:
                     "reset_epoch": frame.epoch,
                     "is_resume": frame.name.startswith("torch_dynamo_resume_in_"),
                     "cache_entries": entries,
+                    "compiled_calls": None
+                    if hits is None
+                    else hits.get((frame.epoch, frame.path, frame.line, frame.name), 0)
+                    + sum(1 for e in entries if e["status"] == "ok"),
                 }
             )
         return out, guards_by_entry
+
+    def _hits_by_frame(self) -> dict[tuple[int, str, int, str], int] | None:
+        """(epoch, path, first line, name) → the cache hits the guard-complete hook attributed to that code; None
+        when the run could not count them (no hook, or a shim before per-frame counts)."""
+        frames = self.calls.get("hit_frames")
+        if not isinstance(frames, list):
+            return None
+        return {(int(epoch), str(path), int(line), str(name)): int(count) for epoch, path, line, name, count in frames}
 
     def _status(self, attempt: _Attempt) -> tuple[str, str | None, str | None]:
         metrics = attempt.metrics
@@ -1412,6 +1426,115 @@ class DynamoImportWatcher:
         return spec
 
 
+_SHARED = object()
+"""A call that started more than one compiled code object: each call is told apart by its caller's locals."""
+_UNSEEN = object()
+CallKey = tuple[types.CodeType, int]
+"""A call: the caller's code object and the offset of its call instruction (``f_lasti``), or a line of it."""
+
+
+class CompiledCalls:
+    """Which compiled code each cache hit ran, counted per code object and reset epoch.
+
+    The guard-complete hook runs before the hit frame starts, so the innermost Python frame it sees is the caller's.
+    At compile time the bytecode hook notes, per call instruction of the caller (code object and ``f_lasti``), the
+    code compiled there: a resume function is called from one instruction of its parent's compiled code, a function
+    compiled on its own after a graph break from one instruction of the user's frame. The same is noted per line of
+    the caller's original code, for a call from code Dynamo compiled again since (a recompiled parent calls the
+    resume function it already had from another instruction). Where one instruction starts several compiled frames
+    (``nn.Module._call_impl``'s ``forward_call(...)`` for every compiled module, ``torch.compile``'s wrapper for every
+    compiled function), the caller's locals say which one: the function or bound method among them whose code was
+    compiled. A hit that none of these tells apart is counted, unattributed.
+    """
+
+    def __init__(self, compiled: dict[int, types.CodeType]) -> None:
+        self.compiled = compiled
+        """id → every code object Dynamo compiled (the collector's, filled by the bytecode hook)."""
+        self.convert_frame_file: str | None = None
+        self.original: dict[types.CodeType, types.CodeType] = {}
+        """Code Dynamo produced → the code it compiled."""
+        self.callee_at: dict[CallKey, Any] = {}
+        """(caller code, instruction) → the code compiled there, or :data:`_SHARED`."""
+        self.callee_on_line: dict[CallKey, Any] = {}
+        """(caller's original code, line) → the code compiled there, or :data:`_SHARED`."""
+        self.counts: dict[tuple[types.CodeType | None, int], int] = {}
+
+    def note_compile(self, code: types.CodeType, new_code: types.CodeType) -> None:
+        """In the bytecode hook: note what Dynamo compiled, and the call that compiled it (never raises: the
+        compile must go on)."""
+        try:
+            self.original[new_code] = code
+            caller = self._compile_caller()
+            if caller is None:
+                return
+            _note(self.callee_at, (caller.f_code, caller.f_lasti), code)
+            _note(self.callee_on_line, (self.original.get(caller.f_code, caller.f_code), caller.f_lineno), code)
+        except Exception:  # its calls stay unattributed
+            return
+
+    def _compile_caller(self) -> types.FrameType | None:
+        """The frame whose call Dynamo is compiling: the one that called the outermost frame of
+        ``convert_frame.py`` (the eval-frame callback; helpers of other files run inside it)."""
+        frame: types.FrameType | None = sys._getframe(1)
+        caller = None
+        while frame is not None:
+            if frame.f_code.co_filename == self.convert_frame_file:
+                caller = frame.f_back
+            frame = frame.f_back
+        return caller
+
+    def hit(self, caller: types.FrameType, epoch: int) -> None:
+        """In the guard-complete hook, on a cache hit whose caller is ``caller``."""
+        try:
+            key = (caller.f_code, caller.f_lasti)
+            callee = self.callee_at.get(key, _UNSEEN)
+            if callee is _UNSEEN:
+                callee = self._callee_on_line(caller, key)
+            if callee is _SHARED:
+                callee = self._callee_in_locals(caller)
+        except Exception:  # a caller whose locals cannot be read: the call is counted, unattributed
+            callee = None
+        counted = (callee, epoch)
+        self.counts[counted] = self.counts.get(counted, 0) + 1
+
+    def _callee_on_line(self, caller: types.FrameType, key: CallKey) -> Any:
+        """A call from an instruction no compile came from: what a call from its line of the original code
+        compiled (then noted for the instruction, which calls the same code every time), else the locals decide."""
+        callee = self.callee_on_line.get((self.original.get(caller.f_code, caller.f_code), caller.f_lineno))
+        if isinstance(callee, types.CodeType):
+            self.callee_at[key] = callee
+            return callee
+        return _SHARED
+
+    def _callee_in_locals(self, caller: types.FrameType) -> types.CodeType | None:
+        found: types.CodeType | None = None
+        for value in caller.f_locals.values():
+            if type(value) is types.MethodType:
+                value = value.__func__
+            if type(value) is types.FunctionType and id(code := value.__code__) in self.compiled:
+                if found is not None and found is not code:
+                    return None
+                found = code
+        return found
+
+    def event(self) -> Event:
+        """For the ``calls`` event: ``hit_frames`` as ``[epoch, path, first line, name, hits]``, and the hits no
+        code was found for."""
+        frames = [
+            [epoch, code.co_filename, code.co_firstlineno, code.co_name, count]
+            for (code, epoch), count in self.counts.items()
+            if code is not None
+        ]
+        unattributed = sum(count for (code, _), count in self.counts.items() if code is None)
+        return {"hit_frames": frames, "unattributed_hits": unattributed}
+
+
+def _note(callees: dict[CallKey, Any], key: CallKey, code: types.CodeType) -> None:
+    """``code`` was compiled from the call ``key``: the one code of that call, or :data:`_SHARED` once two were."""
+    known = callees.get(key)
+    callees[key] = code if known is None or known is code else _SHARED
+
+
 class Collector:
     """Installs the four listeners, emits events, walks the cache entries, and writes the report."""
 
@@ -1429,6 +1552,7 @@ class Collector:
         self.installed = False
         self.policy = PathPolicy.for_this_process(None)
         self.codes: dict[int, types.CodeType] = {}
+        self.compiled_calls = CompiledCalls(self.codes)
         self.hits = 0
         self.misses = 0
         self.guard_hook: Callable[[bool], bool] | None = None
@@ -1621,8 +1745,12 @@ class Collector:
     def _install_bytecode_hook(self) -> None:
         register = self.torch._dynamo.convert_frame.register_bytecode_hook
 
+        calls = self.compiled_calls
+        calls.convert_frame_file = getattr(self.torch._dynamo.convert_frame, "__file__", None)
+
         def remember(code: types.CodeType, new_code: types.CodeType) -> None:
             self.codes[id(code)] = code
+            calls.note_compile(code, new_code)
 
         handle = register(remember)
         if hasattr(handle, "remove"):
@@ -1671,9 +1799,12 @@ class Collector:
         set_hook = self.torch._C._dynamo.eval_frame.set_guard_complete_hook
         previous: list[Any] = [None]
 
+        calls, stream = self.compiled_calls, self.stream
+
         def on_guards(cache_hit: bool) -> bool:
             if cache_hit:
                 self.hits += 1
+                calls.hit(sys._getframe(1), stream.epoch)
             else:  # misses are rare (a recompile, or a call that runs eagerly): worth finding the user's call
                 self.misses += 1
                 site = self.innermost_user_site()
@@ -2045,6 +2176,7 @@ class Collector:
             replaced = self.guard_hook_replaced()
             sites = [[path, line, count] for (path, line), count in self.miss_sites.items() if path]
             calls = {"hits": self.hits, "misses": self.misses, "miss_sites": sites, "replaced": replaced}
+            calls.update(self.compiled_calls.event())
             closing.append(("calls", calls))
         for hook_id, counts in enumerate(self.late_hooks):
             closing.append(("late_hook_calls", {"id": hook_id, **counts}))
