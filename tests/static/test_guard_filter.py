@@ -60,6 +60,8 @@ CASES = (
     Case("DL204_global_int_guard_filter.py", "DL204", 1, stale=True, severity=Severity.WARNING),
     Case("DL204_global_attribute_guard_filter.py", "DL204", 1, stale=True, severity=Severity.WARNING),
     Case("DL204_global_list_guard_filter.py", "DL204", 1, stale=True, severity=Severity.WARNING),
+    Case("DL204_global_dict_guard_filter.py", "DL204", 1, stale=True, severity=Severity.WARNING),
+    Case("DL204_global_set_guard_filter.py", "DL204", 1, stale=True, severity=Severity.WARNING),
     Case(
         "DL112_keep_tensor_guard_filter.py",
         "DL112",
