@@ -1483,16 +1483,17 @@ class CompiledCalls:
             frame = frame.f_back
         return caller
 
-    def hit(self, caller: types.FrameType, epoch: int) -> None:
-        """In the guard-complete hook, on a cache hit whose caller is ``caller``."""
+    def hit(self, epoch: int) -> None:
+        """In the guard-complete hook (the caller of this method), on a cache hit."""
         try:
+            caller = sys._getframe(2)
             key = (caller.f_code, caller.f_lasti)
             callee = self.callee_at.get(key, _UNSEEN)
             if callee is _UNSEEN:
                 callee = self._callee_on_line(caller, key)
             if callee is _SHARED:
                 callee = self._callee_in_locals(caller)
-        except Exception:  # a caller whose locals cannot be read: the call is counted, unattributed
+        except Exception:  # no caller, or one whose locals cannot be read: the call is counted, unattributed
             callee = None
         counted = (callee, epoch)
         self.counts[counted] = self.counts.get(counted, 0) + 1
@@ -1804,7 +1805,7 @@ class Collector:
         def on_guards(cache_hit: bool) -> bool:
             if cache_hit:
                 self.hits += 1
-                calls.hit(sys._getframe(1), stream.epoch)
+                calls.hit(stream.epoch)
             else:  # misses are rare (a recompile, or a call that runs eagerly): worth finding the user's call
                 self.misses += 1
                 site = self.innermost_user_site()
