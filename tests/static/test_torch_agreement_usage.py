@@ -207,6 +207,8 @@ CASES = (
     Case("DL112_ok_uncompiled.py", 1),
     Case("DL112_ok_no_mode_layers.py", 1),
     Case("DL112_ok_eval_every_epoch.py", 1),
+    Case("DL112_trainer_built_to_compile.py", 2),  # compiled in __init__ because `compile_options` is passed
+    Case("DL112_ok_trainer_built_without_compile.py", 1),  # the switched trainer leaves it at None: never compiled
     # DL201: a fresh backend callable fails BACKEND_MATCH; the same backend is cached
     Case("DL201_lambda_backend.py", LIMIT, limit_hit=True),
     Case("DL201_lambda_backend_raised_limit.py", 12, limit_hit=True, limit=12),

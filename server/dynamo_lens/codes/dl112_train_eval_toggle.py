@@ -46,6 +46,9 @@ that reads `self.training` (itself or in a submodule), or a `torch.nn` layer tha
 `InstanceNorm`, RNN and attention layers). Modules whose classes cannot be told are not reported. Switches in a
 constructor or in a module's `train()`/`eval()` override (setting a frozen teacher up in eval mode) are not toggles
 and are not reported, nor a switch in a script that shares no file with the program that compiles the module.
+A module compiled in a constructor only under a test of its parameters (`if compile_config is not None:`) is not
+compiled in the objects the workspace builds with literals (or defaults) that fail the test: switching those is not
+reported.
 
 ## Fix safety
 No fix is offered.

@@ -645,11 +645,11 @@ class Walker:
         return (found[0], found[1], found[2] != negated)
 
     def _conjunct_tests(self, test: ast.expr) -> tuple[tuple[str, str, bool], ...]:
-        """The parameter tests of an ``and`` whose every operand is one (all must hold for its body to run)."""
+        """The parameter tests among the operands of an ``and``: each must hold for its body to run, whatever the
+        other operands test (``if not is_model_compiled and compile_config is not None:``)."""
         if not isinstance(test, ast.BoolOp) or not isinstance(test.op, ast.And):
             return ()
-        tests = [self._parameter_test(value) for value in test.values]
-        return tuple(t for t in tests if t is not None) if all(t is not None for t in tests) else ()
+        return tuple(t for value in test.values if (t := self._parameter_test(value)) is not None)
 
     def _flag_tests(self, test: ast.expr) -> tuple[tuple[str, str, bool], ...]:
         """What ``if <local>:`` requires when the local was bound to tests of parameters."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from dynamo_lens.model import Span
 from dynamo_lens.static import exprs
 from dynamo_lens.static.context import SELF_FLAG
+from dynamo_lens.static.semantic import flags
 from dynamo_lens.static.semantic.evaluate import NO_ENV, Env, FunctionValue, Instance, MethodValue, Value
 from dynamo_lens.static.semantic.index import WorkspaceIndex
 from dynamo_lens.static.semantic.reach import Node
@@ -55,9 +56,24 @@ def compiled_callees(index: WorkspaceIndex, placed: PlacedCall, env: Env = NO_EN
     found: list[CompileSite] = []
     for value in index.evaluator.evaluate(placed.call.func, placed.path, env):
         for site in holders.get(value, ()):
-            if site not in found and index.reach.in_program(site, placed.path, placed.function):
+            if (
+                site not in found
+                and index.reach.in_program(site, placed.path, placed.function)
+                and compiles(index, site, placed.call.func, placed.path)
+            ):
                 found.append(site)
     return found
+
+
+def compiles(index: WorkspaceIndex, site: CompileSite, expr: exprs.Expr, path: str) -> bool:
+    """The site can have compiled the object ``expr`` (of ``path``) holds: always, unless it compiles in a
+    constructor only under tests of the constructor's parameters (``if compile_config is not None:`` in
+    ``Trainer.__init__``) and that object is built by constructions whose arguments fail them
+    (:func:`flags.built_to_meet`)."""
+    owner, _, method = site.scope.rpartition(".")
+    if method != "__init__" or not site.requires or index.class_summary((site.span.path, owner)) is None:
+        return True
+    return index.memo(("program.compiles", site, expr, path), lambda: flags.built_to_meet(index, site, expr, path))
 
 
 MAX_HOPS = 3
@@ -133,7 +149,11 @@ def switched_holders(index: WorkspaceIndex, path: str, switch: ModeSwitch) -> di
     holders = index.reach.state_holders()
     found: dict[Value, list[CompileSite]] = {}
     for value in index.evaluator.evaluate(switch.receiver, path):
-        sites = [site for site in holders.get(value, ()) if index.files.together(path, site.span.path)]
+        sites = [
+            site
+            for site in holders.get(value, ())
+            if index.files.together(path, site.span.path) and compiles(index, site, switch.receiver, path)
+        ]
         if sites:
             found[value] = sites
     return found
