@@ -56,7 +56,7 @@ export interface LimitHit {
   readonly limit?: string;
   readonly value?: number;
   readonly last_reason?: string | null;
-  /** Calls that ran eagerly after the hit (an estimate from the guard misses at its call site). */
+  /** Calls of the frame that ran eagerly after the hit. */
   readonly eager_calls?: number | null;
 }
 
@@ -71,6 +71,8 @@ export interface RunReport {
   readonly graph_breaks?: readonly GraphBreak[];
   readonly limit_hits?: readonly LimitHit[];
   readonly missing?: readonly string[];
+  /** Guard checks of calls the run could not attribute to a frame: where not 0, per-frame call counts are lower bounds. */
+  readonly summary?: { readonly unattributed_calls?: number | null };
   readonly complete?: boolean;
   /** Which process this report is about; a rank's report in a multi-process run names its rank. */
   readonly process?: { readonly pid: number; readonly rank?: number | null } | null;

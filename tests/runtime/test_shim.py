@@ -120,6 +120,8 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jobs]:
     behaviours = str(FIXTURES / "behaviours.py")
     scripts: dict[str, tuple[tuple[str, ...], Path, dict[str, str]]] = {
         "behaviours": ((behaviours, "first", "--second"), FIXTURES, {}),
+        "call-counts": ((str(FIXTURES / "call_counts.py"),), FIXTURES, {}),
+        "call-counts-unattributed": ((str(FIXTURES / "call_counts_unattributed.py"),), FIXTURES, {}),
         "crash": ((str(FIXTURES / "crash.py"),), FIXTURES, {}),
         "exits": (("exits.py",), FIXTURES, {"TRACE_DIR": str(tmp / "trace")}),
         "forks": (("forks.py",), FIXTURES, {}),
@@ -284,6 +286,49 @@ def test_each_frame_counts_the_calls_that_ran_its_compiled_code(behaviours: Run)
     assert hits is not None and sum(expected.values()) == hits + report.summary.compiles_ok  # none unattributed
     counter = frame_at(report, BEHAVIOURS, _forward_of(BEHAVIOURS, "Counter"))
     assert report.counts(counter).calls_text() == "8 calls ran compiled code, 4 eagerly"
+
+
+def test_calls_are_counted_for_the_frame_they_ran(runs: dict[str, Future[Run]]) -> None:
+    """Frames that share a name and a line (two resume functions of one line, two lambdas), a frame Dynamo skips
+    that calls a different compiled function from one instruction, and a frame past the limit called eagerly from
+    two lines (call_counts.py says where each count comes from)."""
+    report = runs["call-counts"].result().report
+    fixture = FIXTURES / "call_counts.py"
+    one_line, lambdas = line_of(fixture, "one-line"), line_of(fixture, "lambdas")
+    resume = f"torch_dynamo_resume_in_two_breaks_on_one_line_at_{one_line}"
+
+    def decorated(name: str) -> int:  # a decorated function's code starts at its decorator
+        return def_line(fixture, f"def {name}(") - 1
+
+    assert sorted((f.name, f.line, f.compiled_calls) for f in report.frames) == sorted(
+        [
+            ("two_breaks_on_one_line", decorated("two_breaks_on_one_line"), 6),
+            (resume, one_line, 6),
+            (resume, one_line, 2),
+            ("<lambda>", lambdas, 3),
+            ("<lambda>", lambdas, 7),
+            ("pipeline", decorated("pipeline"), 0),  # skipped: a graph break in a loop
+            ("scale", def_line(fixture, "def scale("), 1),
+            ("norm", def_line(fixture, "def norm("), 5),
+            ("limited", decorated("limited"), 7),
+        ]
+    )
+    assert (report.summary.unattributed_calls, report.missing) == (0, ())
+    (hit,) = report.limit_hits
+    assert hit.eager_calls == report.summary.eager_fallback_calls == 5  # the frame's own misses, from both lines
+    limited = frame_named(report, "limited", fixture)
+    assert report.counts(limited).calls_text() == "7 calls ran compiled code, 5 eagerly"
+
+
+def test_calls_no_frame_is_found_for_make_the_counts_lower_bounds(runs: dict[str, Future[Run]]) -> None:
+    report = runs["call-counts-unattributed"].result().report
+    fixture = FIXTURES / "call_counts_unattributed.py"
+    assert {f.name: f.compiled_calls for f in report.frames} == {"runner": 0, "add_one": 1, "double": 1}
+    assert report.summary.unattributed_calls == 4  # double's 4 hits: its caller is skipped, the list is a global
+    [said] = [m for m in report.missing if m.startswith("calls per frame:")]
+    assert "4 guard checks could not be told apart by frame" in said
+    double = frame_named(report, "double", fixture)
+    assert report.counts(double).calls_text() == "at least 1 call ran compiled code"
 
 
 def _forward_of(fixture: Path, cls: str) -> int:

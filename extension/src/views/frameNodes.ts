@@ -126,8 +126,9 @@ function frameNode(frame: Frame, report: RunReport, root: string | undefined, cl
   if (breaks.length > 0) {
     facts.push(plural(breaks.length, "graph break"));
   }
+  const atLeast = (report.summary?.unattributed_calls ?? 0) > 0 ? "at least " : "";
   if (typeof frame.compiled_calls === "number") {
-    facts.push(`${plural(frame.compiled_calls, "call")} ran compiled code`);
+    facts.push(`${atLeast}${plural(frame.compiled_calls, "call")} ran compiled code`);
   }
   const children: FrameNode[] = entries.map((entry) => entryNode(entry, root));
   if (recompiles.length > 0) {
@@ -148,7 +149,7 @@ function frameNode(frame: Frame, report: RunReport, root: string | undefined, cl
       ),
     );
   }
-  children.push(...limits.map(limitNode));
+  children.push(...limits.map((hit) => limitNode(hit, atLeast)));
   return {
     kind: "frame",
     label: frame.name ?? "<frame>",
@@ -207,12 +208,12 @@ function graphBreakNode(gb: GraphBreak, root: string | undefined): FrameNode {
   };
 }
 
-function limitNode(hit: LimitHit): FrameNode {
+function limitNode(hit: LimitHit, atLeast: string): FrameNode {
   return {
     kind: "limit",
     label: `${hit.limit ?? "recompile_limit"} hit${typeof hit.value === "number" ? ` (${hit.value})` : ""}: ${
       typeof hit.eager_calls === "number" && hit.eager_calls > 0
-        ? `${plural(hit.eager_calls, "later call")} ran eagerly`
+        ? `${atLeast}${plural(hit.eager_calls, "later call")} ran eagerly`
         : "later calls run eagerly"
     }`,
     tooltip: hit.last_reason ?? undefined,

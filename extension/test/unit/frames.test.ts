@@ -120,6 +120,13 @@ describe("buildFrameNodes", () => {
     );
     expect(counted[0].description).toBe("1 cache entry · limit hit · 40 calls ran compiled code  examples/model.py:24");
     expect(counted[0].children.at(-1)?.label).toBe("recompile_limit hit (8): 4 later calls ran eagerly");
+    const partial = buildFrameNodes({
+      frames: [{ ...forward, compiled_calls: 40 }],
+      limit_hits: [{ frame: forward, eager_calls: 4 }],
+      summary: { unattributed_calls: 3 },
+    });
+    expect(partial[0].description).toMatch(/at least 40 calls ran compiled code/);
+    expect(partial[0].children.at(-1)?.label).toBe("recompile_limit hit: at least 4 later calls ran eagerly");
   });
 
   it("copes with an empty or partial report", () => {

@@ -47,7 +47,8 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Run SCRIPT (or -m MODULE) with the given interpreter under Dynamo Lens' shim, print the script's output "
             "as it runs, then a summary per compiled frame: compiles, recompiles with the culprit line and guard, "
-            "graph breaks, recompile-limit hits and compile time."
+            "graph breaks, recompile-limit hits (and the calls that then ran eagerly), the calls that ran its "
+            "compiled code and compile time."
         ),
         usage="dynamo-lens run [options] (SCRIPT | -m MODULE) [ARGS ...]",
     )
@@ -370,7 +371,7 @@ def frame_table(stats: list[FrameStats], display: Callable[[str], str] | None = 
             str(s.recompiles),
             str(s.graph_breaks),
             _limit_cell(s),
-            "-" if s.compiled_calls is None else str(s.compiled_calls),
+            "-" if s.compiled_calls is None else f"{'≥' if s.calls_at_least else ''}{s.compiled_calls}",
             f"{s.compile_time_s:.2f}",
         )
         for s in stats
@@ -384,10 +385,13 @@ def frame_table(stats: list[FrameStats], display: Callable[[str], str] | None = 
 
 
 def _limit_cell(stat: FrameStats) -> str:
-    """``hit``, with the calls that then ran eagerly where they were counted (``hit, 4 eager``); ``-`` if not hit."""
+    """``hit``, with the calls that then ran eagerly where they were counted (``hit, 4 eager``; ``≥4`` where some
+    calls could not be attributed to a frame); ``-`` if not hit."""
     if not stat.limit_hit:
         return "-"
-    return f"hit, {stat.eager_calls} eager" if stat.eager_calls else "hit"
+    if not stat.eager_calls:
+        return "hit"
+    return f"hit, {'≥' if stat.calls_at_least else ''}{stat.eager_calls} eager"
 
 
 def _culprit_lines(stat: FrameStats, display: Callable[[str], str]) -> list[str]:

@@ -179,7 +179,9 @@ class FrameStats:
     """The limit that was hit (``recompile_limit``), or None."""
     compiled_calls: int | None
     eager_calls: int | None
-    """As :class:`~dynamo_lens.runtime.report.Counts` counts them (None: not counted)."""
+    calls_at_least: bool
+    """As :class:`~dynamo_lens.runtime.report.Counts` counts them (None: not counted; lower bounds where some calls
+    of the run could not be attributed to a frame)."""
     compile_time_s: float
     culprits: tuple[Blame, ...]
     """The last recompile blamed on each distinct line, in compile order."""
@@ -209,6 +211,7 @@ def frame_stats(report: RunReport) -> list[FrameStats]:
                 limit_hit=hits[0] if hits else None,
                 compiled_calls=counts.compiled_calls,
                 eager_calls=counts.eager_calls,
+                calls_at_least=counts.calls_at_least,
                 compile_time_s=sum(e.compile_time_s or 0.0 for e in frame.cache_entries),
                 culprits=tuple(last_by_line.values()),
             )

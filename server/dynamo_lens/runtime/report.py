@@ -371,6 +371,10 @@ class Summary(_Record):
     cache_misses: int | None = None
     eager_fallback_calls: int | None = None
     resets: int = 0
+    unattributed_calls: int | None = None
+    """Guard checks of calls the shim could not attribute to a frame (a caller Dynamo skipped, another hook in
+    between): where this is not 0, the frames' counts of calls are lower bounds. None where calls were not counted
+    per frame."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,8 +396,11 @@ class Counts:
     """Calls that ran eagerly because no entry matched and the limit refused a new one (an estimate from the guard
     misses at the limit's call site; None where the shim could not count calls)."""
     compiled_calls: int | None = None
-    """Calls that ran compiled code (:attr:`Frame.compiled_calls`; for a whole run, every cache hit and every
-    compile that produced an entry); None where the shim could not count them."""
+    """Calls that ran the frame's compiled code (:attr:`Frame.compiled_calls`); None for a whole run (a call that
+    graph-breaks runs a frame and its resume functions: frames' runs are no count of calls) and where the shim could
+    not count them."""
+    calls_at_least: bool = False
+    """The counts of calls are lower bounds: some calls of the run could not be attributed to a frame."""
 
     def __add__(self, other: Counts) -> Counts:
         """The counts of two frames together (a compiled place with several frames)."""
@@ -409,6 +416,7 @@ class Counts:
             limit_hits=self.limit_hits + other.limit_hits,
             eager_calls=eager or None,
             compiled_calls=compiled,
+            calls_at_least=self.calls_at_least or other.calls_at_least,
         )
 
     def describe(self) -> str:
@@ -426,10 +434,12 @@ class Counts:
         """``40 calls ran compiled code, 4 eagerly`` (either half alone where the other is not known or zero), or
         ``""`` when neither was counted."""
         ran: list[str] = []
+        least = "at least " if self.calls_at_least else ""
         if self.compiled_calls is not None:
-            ran.append(f"{plural(self.compiled_calls, 'call')} ran compiled code")
+            ran.append(f"{least}{plural(self.compiled_calls, 'call')} ran compiled code")
         if self.eager_calls:
-            ran.append(f"{self.eager_calls} eagerly" if ran else f"{plural(self.eager_calls, 'call')} ran eagerly")
+            eager = f"{self.eager_calls} eagerly" if ran else f"{plural(self.eager_calls, 'call')} ran eagerly"
+            ran.append(f"{least}{eager}")
         return ", ".join(ran)
 
 
@@ -512,15 +522,9 @@ class RunReport(_Record):
             graph_breaks=sum(1 for g in self.graph_breaks if frame is None or self._of(g.frame, frame)),
             limit_hits=len(hits),
             eager_calls=self.summary.eager_fallback_calls if frame is None else sum(e for e in eager if e) or None,
-            compiled_calls=self._compiled_calls(frame),
+            compiled_calls=frame.compiled_calls if frame is not None else None,
+            calls_at_least=frame is not None and bool(self.summary.unattributed_calls),
         )
-
-    def _compiled_calls(self, frame: Frame | None) -> int | None:
-        if frame is not None:
-            return frame.compiled_calls
-        if self.summary.cache_hits is None:
-            return None
-        return self.summary.cache_hits + sum(f.compiles_ok for f in self.frames)
 
     def _of(self, ref: FrameRef | None, frame: Frame) -> bool:
         return ref is not None and self.frame(ref) is frame

@@ -13,7 +13,7 @@ Python processes of a run (``torchrun``'s ranks) the bootstrap ``worker_site/sit
 
 It does not import torch itself: it finds torch on disk and installs its listeners from an import hook the moment
 the program imports ``torch._dynamo`` (``torch.compile`` does), so a program that never compiles pays nothing.
-How it collects, without touching Dynamo's per-call (cache-hit) path:
+How it collects (on Dynamo's per-call path only the guard-complete hook of item 4, and the probes of item 5):
 
 1. a handler on the structured-trace logger ``torch.__trace`` (what tlparse reads): compile starts, guard trees,
    compile metrics, recompile reasons, graph breaks;
@@ -22,11 +22,11 @@ How it collects, without touching Dynamo's per-call (cache-hit) path:
 3. ``guard_export_fn``, added by wrapping ``torch._dynamo.optimize`` (which ``torch.compile`` calls): the full user
    stack of every guard, so a guard installed inside ``nn.Linear`` maps back to the user's line;
 4. a WARNING handler on ``torch._dynamo.convert_frame`` (recompile-limit hits) and ``set_guard_complete_hook``
-   (cache hits and misses, from which the calls that silently ran eagerly are estimated; each hit is counted for
-   the compiled code it ran, :class:`CompiledCalls`);
+   (torch 2.8 and later): every guard check of a call, a hit or a miss, counted for the frame it checked
+   (:class:`CompiledCalls`), from which the calls that ran each frame's compiled code, and those that silently ran
+   eagerly, follow;
 5. ``nn.Module.register_forward_hook`` / ``register_forward_pre_hook`` wrapped: a hook added to a submodule of a
-   compiled module after a compile gets two counting probes (``late_hook`` events), the only per-call cost, and
-   only for such hooks;
+   compiled module after a compile gets two counting probes (``late_hook`` events), only for such hooks;
 6. only when asked (``DYNAMO_LENS_GUARD_COST=1``, ``dynamo-lens run --guard-cost``, torch 2.8 and later): after
    each compile, ``torch.profiler`` over the next :data:`COST_WINDOW_CALLS` compiled calls of that thread, from whose
    ``TorchDynamo Cache Lookup`` events the steady-state guard-check time per call of each cache entry is measured
@@ -501,6 +501,10 @@ class ReportBuilder:
         self.live: dict[tuple[int, str], Event] = {}
         self.walked: set[int] = set()
         self.calls: Event = {}
+        self.checks: dict[tuple[int, int], tuple[int, int]] | None = None
+        """(epoch, frame id) → guard hits and misses counted for the frame (:meth:`_checks_by_frame`)."""
+        self.unattributed = 0
+        """Guard checks of calls no frame was found for."""
         self.late_hooks: dict[int, Event] = {}
         self.late_hook_calls: dict[int, Event] = {}
         self.end: Event | None = None
@@ -536,7 +540,10 @@ class ReportBuilder:
         breaks = self._graph_breaks(self.breaks)
         limit_hits = self._limit_hits(self.limits)
         for hit in limit_hits:
-            hit["eager_calls"] = self._eager_calls_at(hit["call_site"])
+            ref = hit["frame"]
+            frame = self.frames.get((ref["reset_epoch"], ref["frame_id"])) if ref else None
+            eager = self._eager_calls_of(frame) if frame is not None else None
+            hit["eager_calls"] = eager if eager is not None else self._eager_calls_at(hit["call_site"])
         return self._document(frames_json, recompiles, breaks, limit_hits)
 
     def _inside_dynamo(self, path: str) -> bool:
@@ -635,7 +642,7 @@ class ReportBuilder:
     def _frames_json(self) -> tuple[list[Event], dict[tuple[int, int, str], list[Event]]]:
         out: list[Event] = []
         guards_by_entry: dict[tuple[int, int, str], list[Event]] = {}
-        hits = self._hits_by_frame()
+        checks = self._checks_by_frame()
         for key in sorted(self.frames):
             frame = self.frames[key]
             if frame.path == self.policy.shim_file:
@@ -655,20 +662,44 @@ class ReportBuilder:
                     "is_resume": frame.name.startswith("torch_dynamo_resume_in_"),
                     "cache_entries": entries,
                     "compiled_calls": None
-                    if hits is None
-                    else hits.get((frame.epoch, frame.path, frame.line, frame.name), 0)
-                    + sum(1 for e in entries if e["status"] == "ok"),
+                    if checks is None
+                    else checks.get(key, (0, 0))[0] + sum(1 for e in entries if e["status"] == "ok"),
                 }
             )
         return out, guards_by_entry
 
-    def _hits_by_frame(self) -> dict[tuple[int, str, int, str], int] | None:
-        """(epoch, path, first line, name) → the cache hits the guard-complete hook attributed to that code; None
-        when the run could not count them (no hook, or a shim before per-frame counts)."""
-        frames = self.calls.get("hit_frames")
-        if not isinstance(frames, list):
+    def _checks_by_frame(self) -> dict[tuple[int, int], tuple[int, int]] | None:
+        """(epoch, frame id) → the guard hits and misses the guard-complete hook counted for that frame; None when
+        the run could not count them per frame (no hook, or a shim before per-frame counts). A row without a frame
+        id is matched by its code's name and place when one frame of its epoch has them; else it stays
+        unattributed (:attr:`unattributed`)."""
+        rows = self.calls.get("frames")
+        if not isinstance(rows, list):
             return None
-        return {(int(epoch), str(path), int(line), str(name)): int(count) for epoch, path, line, name, count in frames}
+        self.unattributed = int(self.calls.get("unattributed_hits") or 0) + int(
+            self.calls.get("unattributed_misses") or 0
+        )
+        found: dict[tuple[int, int], tuple[int, int]] = {}
+        for epoch, frame_id, path, line, name, hits, misses in rows:
+            if frame_id is None:
+                same = [
+                    k for k, f in self.frames.items() if (f.epoch, f.path, f.line, f.name) == (epoch, path, line, name)
+                ]
+                frame_id = same[0][1] if len(same) == 1 else None
+            if frame_id is None:
+                self.unattributed += int(hits) + int(misses)
+                continue
+            before = found.get((int(epoch), int(frame_id)), (0, 0))
+            found[(int(epoch), int(frame_id))] = (before[0] + int(hits), before[1] + int(misses))
+        self.checks = found
+        return found
+
+    def _eager_calls_of(self, frame: _Frame) -> int | None:
+        """The calls of ``frame`` that ran eagerly: its guard misses that compiled nothing (None: not counted)."""
+        if self.checks is None:
+            return None
+        misses = self.checks.get((frame.epoch, frame.frame_id), (0, 0))[1]
+        return max(0, misses - sum(1 for a in frame.attempts.values() if _compiled_on_a_miss(a)))
 
     def _status(self, attempt: _Attempt) -> tuple[str, str | None, str | None]:
         metrics = attempt.metrics
@@ -1017,6 +1048,11 @@ class ReportBuilder:
                 "call counts are partial: the program replaced the guard-complete hook "
                 "(e.g. torch.compiler.set_enable_guard_collectives), so later calls were not counted"
             )
+        if self.unattributed:
+            missing.append(
+                f"calls per frame: {self.unattributed} guard checks could not be told apart by frame (a caller Dynamo "
+                "skipped, or another guard-complete hook in between); the frames' counts of calls leave them out"
+            )
         if self.entries_over_budget:
             missing.append(
                 f"guard lists of {self.entries_over_budget} cache entries: the report keeps at most "
@@ -1047,6 +1083,7 @@ class ReportBuilder:
             "cache_hits": hits if isinstance(hits, int) else None,
             "cache_misses": misses if isinstance(misses, int) else None,
             "eager_fallback_calls": eager,
+            "unattributed_calls": self.unattributed if self.checks is not None else None,
             "resets": self.resets,
         }
         end = end or {}
@@ -1429,46 +1466,57 @@ class DynamoImportWatcher:
 _SHARED = object()
 """A call that started more than one compiled code object: each call is told apart by its caller's locals."""
 _UNSEEN = object()
-CallKey = tuple[types.CodeType, int]
-"""A call: the caller's code object and the offset of its call instruction (``f_lasti``), or a line of it."""
+CallKey = tuple[int, int]
+"""A call: the id of the caller's code object and the offset of its call instruction (``f_lasti``), or a line."""
 
 
 class CompiledCalls:
-    """Which compiled code each cache hit ran, counted per code object and reset epoch.
+    """Which compiled frame each guard check ran for, counted per frame: the hits (the call ran compiled code) and
+    the misses (no entry matched: the call compiled again, or ran eagerly).
 
-    The guard-complete hook runs before the hit frame starts, so the innermost Python frame it sees is the caller's.
-    At compile time the bytecode hook notes, per call instruction of the caller (code object and ``f_lasti``), the
-    code compiled there: a resume function is called from one instruction of its parent's compiled code, a function
-    compiled on its own after a graph break from one instruction of the user's frame. The same is noted per line of
-    the caller's original code, for a call from code Dynamo compiled again since (a recompiled parent calls the
-    resume function it already had from another instruction). Where one instruction starts several compiled frames
+    The guard-complete hook runs before the checked frame starts, so the innermost Python frame it sees is the
+    caller's. A caller that is code Dynamo produced calls a fixed target at each instruction (guards keep it so): the
+    bytecode hook notes, when it compiles a frame, the instruction that called it (a resume function is called from
+    its parent's compiled code; a function compiled on its own after a graph break, from the parent's code around
+    the break), and the line of the caller's original code, for a parent that recompiled since. Any other caller
     (``nn.Module._call_impl``'s ``forward_call(...)`` for every compiled module, ``torch.compile``'s wrapper for every
-    compiled function), the caller's locals say which one: the function or bound method among them whose code was
-    compiled. A hit that none of these tells apart is counted, unattributed.
+    compiled function, user code Dynamo skipped) is told apart by its locals: the one function or bound method among
+    them whose code was compiled. A call neither tells apart is counted, unattributed.
+
+    Everything is keyed by ``id()`` (a code object's hash walks its constants); the code objects are kept alive.
     """
 
     def __init__(self, compiled: dict[int, types.CodeType]) -> None:
         self.compiled = compiled
         """id → every code object Dynamo compiled (the collector's, filled by the bytecode hook)."""
+        self.compile_context: Any = None
+        """``torch._guards.CompileContext``, whose current compile id names the frame being compiled."""
         self.convert_frame_file: str | None = None
-        self.original: dict[types.CodeType, types.CodeType] = {}
-        """Code Dynamo produced → the code it compiled."""
+        self.produced: dict[int, tuple[types.CodeType, types.CodeType]] = {}
+        """id of code Dynamo produced → (that code, the code it compiled)."""
         self.callee_at: dict[CallKey, Any] = {}
-        """(caller code, instruction) → the code compiled there, or :data:`_SHARED`."""
+        """(Dynamo-produced caller code, instruction) → the code compiled there, or :data:`_SHARED`."""
         self.callee_on_line: dict[CallKey, Any] = {}
-        """(caller's original code, line) → the code compiled there, or :data:`_SHARED`."""
-        self.counts: dict[tuple[types.CodeType | None, int], int] = {}
+        """(the original code of a Dynamo-produced caller, line) → the code compiled there, or :data:`_SHARED`."""
+        self.frame_ids: dict[tuple[int, int], int] = {}
+        """(id of a compiled code, reset epoch) → Dynamo's frame id for it."""
+        self.counts: dict[tuple[int, int, bool], int] = {}
+        """(id of the compiled code or 0, reset epoch, hit) → calls."""
 
-    def note_compile(self, code: types.CodeType, new_code: types.CodeType) -> None:
-        """In the bytecode hook: note what Dynamo compiled, and the call that compiled it (never raises: the
-        compile must go on)."""
+    def note_compile(self, code: types.CodeType, new_code: types.CodeType, epoch: int) -> None:
+        """In the bytecode hook: note what Dynamo compiled and produced, its frame id, and the call that compiled it
+        (never raises: the compile must go on)."""
         try:
-            self.original[new_code] = code
+            self.produced[id(new_code)] = (new_code, code)
+            compile_id = self.compile_context.current_compile_id() if self.compile_context is not None else None
+            if compile_id is not None:
+                self.frame_ids[(id(code), epoch)] = int(compile_id.frame_id)
             caller = self._compile_caller()
-            if caller is None:
-                return
-            _note(self.callee_at, (caller.f_code, caller.f_lasti), code)
-            _note(self.callee_on_line, (self.original.get(caller.f_code, caller.f_code), caller.f_lineno), code)
+            produced = self.produced.get(id(caller.f_code)) if caller is not None else None
+            if caller is None or produced is None:
+                return  # not called from Dynamo's code: its calls are told apart by the caller's locals
+            _note(self.callee_at, (id(caller.f_code), caller.f_lasti), code)
+            _note(self.callee_on_line, (id(produced[1]), caller.f_lineno), code)
         except Exception:  # its calls stay unattributed
             return
 
@@ -1483,51 +1531,59 @@ class CompiledCalls:
             frame = frame.f_back
         return caller
 
-    def hit(self, epoch: int) -> None:
-        """In the guard-complete hook (the caller of this method), on a cache hit."""
+    def checked(self, hit: bool, epoch: int) -> None:
+        """In the guard-complete hook (the caller of this method): one guard check, a hit or a miss."""
         try:
             caller = sys._getframe(2)
-            key = (caller.f_code, caller.f_lasti)
-            callee = self.callee_at.get(key, _UNSEEN)
-            if callee is _UNSEEN:
-                callee = self._callee_on_line(caller, key)
-            if callee is _SHARED:
-                callee = self._callee_in_locals(caller)
+            callee = self._callee(caller)
         except Exception:  # no caller, or one whose locals cannot be read: the call is counted, unattributed
-            callee = None
-        counted = (callee, epoch)
-        self.counts[counted] = self.counts.get(counted, 0) + 1
+            callee = 0
+        key = (callee, epoch, hit)
+        self.counts[key] = self.counts.get(key, 0) + 1
 
-    def _callee_on_line(self, caller: types.FrameType, key: CallKey) -> Any:
-        """A call from an instruction no compile came from: what a call from its line of the original code
-        compiled (then noted for the instruction, which calls the same code every time), else the locals decide."""
-        callee = self.callee_on_line.get((self.original.get(caller.f_code, caller.f_code), caller.f_lineno))
-        if isinstance(callee, types.CodeType):
-            self.callee_at[key] = callee
-            return callee
-        return _SHARED
-
-    def _callee_in_locals(self, caller: types.FrameType) -> types.CodeType | None:
-        found: types.CodeType | None = None
+    def _callee(self, caller: types.FrameType) -> int:
+        """The id of the compiled code ``caller`` is calling, 0 when it cannot be told."""
+        code = caller.f_code
+        produced = self.produced.get(id(code))
+        if produced is not None:
+            key = (id(code), caller.f_lasti)
+            callee = self.callee_at.get(key, _UNSEEN)
+            if callee is _UNSEEN:  # an instruction of a recompiled parent: what its line called before
+                callee = self.callee_on_line.get((id(produced[1]), caller.f_lineno), _SHARED)
+                if callee is not _SHARED:
+                    self.callee_at[key] = callee
+            if callee is not _SHARED:
+                return id(callee)
+        found = 0
         for value in caller.f_locals.values():
             if type(value) is types.MethodType:
                 value = value.__func__
-            if type(value) is types.FunctionType and id(code := value.__code__) in self.compiled:
-                if found is not None and found is not code:
-                    return None
-                found = code
+            if type(value) is types.FunctionType and id(value.__code__) in self.compiled:
+                if found and found != id(value.__code__):
+                    return 0
+                found = id(value.__code__)
         return found
 
     def event(self) -> Event:
-        """For the ``calls`` event: ``hit_frames`` as ``[epoch, path, first line, name, hits]``, and the hits no
-        code was found for."""
-        frames = [
-            [epoch, code.co_filename, code.co_firstlineno, code.co_name, count]
-            for (code, epoch), count in self.counts.items()
-            if code is not None
-        ]
-        unattributed = sum(count for (code, _), count in self.counts.items() if code is None)
-        return {"hit_frames": frames, "unattributed_hits": unattributed}
+        """For the ``calls`` event: ``frames`` as ``[epoch, frame id, path, first line, name, hits, misses]`` (the
+        frame id None where it is not known), and the checks of calls no frame was found for."""
+        rows: dict[tuple[int, int], list[Any]] = {}
+        unattributed = {True: 0, False: 0}
+        for (callee, epoch, hit), count in self.counts.items():
+            code = self.compiled.get(callee)
+            if code is None:
+                unattributed[hit] += count
+                continue
+            row = rows.setdefault(
+                (callee, epoch),
+                [epoch, self.frame_ids.get((callee, epoch)), code.co_filename, code.co_firstlineno, code.co_name, 0, 0],
+            )
+            row[5 if hit else 6] += count
+        return {
+            "frames": list(rows.values()),
+            "unattributed_hits": unattributed[True],
+            "unattributed_misses": unattributed[False],
+        }
 
 
 def _note(callees: dict[CallKey, Any], key: CallKey, code: types.CodeType) -> None:
@@ -1746,12 +1802,13 @@ class Collector:
     def _install_bytecode_hook(self) -> None:
         register = self.torch._dynamo.convert_frame.register_bytecode_hook
 
-        calls = self.compiled_calls
+        calls, stream = self.compiled_calls, self.stream
         calls.convert_frame_file = getattr(self.torch._dynamo.convert_frame, "__file__", None)
+        calls.compile_context = getattr(self.torch._guards, "CompileContext", None)
 
         def remember(code: types.CodeType, new_code: types.CodeType) -> None:
             self.codes[id(code)] = code
-            calls.note_compile(code, new_code)
+            calls.note_compile(code, new_code, stream.epoch)
 
         handle = register(remember)
         if hasattr(handle, "remove"):
@@ -1803,9 +1860,9 @@ class Collector:
         calls, stream = self.compiled_calls, self.stream
 
         def on_guards(cache_hit: bool) -> bool:
+            calls.checked(cache_hit, stream.epoch)
             if cache_hit:
                 self.hits += 1
-                calls.hit(stream.epoch)
             else:  # misses are rare (a recompile, or a call that runs eagerly): worth finding the user's call
                 self.misses += 1
                 site = self.innermost_user_site()
