@@ -305,6 +305,11 @@ CASES = (
     Case("DL102_run_stats_key.py", "DL102", 2, severity="info"),
     Case("DL102_ok_run_prepopulated.py", "DL102", 1),
     Case("DL102_run_lookup_cache.py", "DL102", 2, severity="info"),
+    # the same cache, compiled and called once per fresh object (`torch.compile(module)(x)` in a test): no next call
+    Case("DL102_ok_compiled_once_inline.py", "DL102", 1),
+    Case("DL102_ok_compiled_once_built_by_helper.py", "DL102", 1),
+    # called once where compiled, but on a module-level object every call shares: the cache is met again
+    Case("DL102_run_compiled_inline_shared.py", "DL102", 2, severity="info"),
     Case("DL102_run_by_name.py", "DL102", LIMIT, limit_hit=True, severity="warning"),
     Case("DL103_ok_run_hasattr_guarded_write.py", "DL103", 1),
     Case("DL103_run_hasattr.py", "DL103", 2, severity="info"),

@@ -327,6 +327,11 @@ class CompileSite:
     guard_filter: str = ""
     """The ``guard_filter_fn`` of its ``options={...}``: a dotted name (``torch.compiler.keep_tensor_guards_unsafe``),
     the source text of one the scan cannot resolve, or ``""``."""
+    called_once: bool = False
+    """The compiled callable is called once, right where it is made (``torch.compile(module)(x)``, outside loops), on
+    a local of its function that no other site there compiles: when that local holds an object the function builds
+    (``module = Net().eval()``, or a helper's ``return Net(...)``), its compiled code runs one call for it, and nothing
+    that call leaves in the object's state reaches a later compiled call through this site."""
 
     @property
     def order(self) -> tuple[str, int, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 
 from dynamo_lens.static import exprs
@@ -53,7 +54,37 @@ def find_compile_sites(
         if site is not None:
             sites.append(site)
     sites.sort(key=lambda s: (s.span.line, s.span.column))
-    return tuple(sites)
+    return _marked_called_once(ctx, sites)
+
+
+def _marked_called_once(ctx: FileContext, sites: list[CompileSite]) -> tuple[CompileSite, ...]:
+    """``sites`` with :attr:`CompileSite.called_once` set where it holds."""
+    inline = {
+        ctx.span(call.func)
+        for at in ctx.nodes(ast.Call)
+        if isinstance(call := at.node, ast.Call) and isinstance(call.func, ast.Call)
+    }
+    if not inline:
+        return tuple(sites)
+    targets: dict[tuple[str, str], int] = {}
+    for site in sites:
+        key = (site.scope, site.target_text)
+        targets[key] = targets.get(key, 0) + 1
+    return tuple(
+        replace(site, called_once=True)
+        if site.span in inline and targets[(site.scope, site.target_text)] == 1 and _compiles_a_local(site)
+        else site
+        for site in sites
+    )
+
+
+def _compiles_a_local(site: CompileSite) -> bool:
+    """``torch.compile(<local of the function>)`` outside loops."""
+    if site.form != "call" or site.in_loop or not site.scope or site.module_names:
+        return False
+    target = site.target
+    options = target.options if isinstance(target, exprs.OneOf) else (target,)
+    return any(isinstance(option, exprs.Local) and option.function == site.scope for option in options)
 
 
 class _Finder:

@@ -114,6 +114,12 @@ def built_to_meet(index: WorkspaceIndex, site: CompileSite, expr: exprs.Expr, pa
     return calls is None or any(_may_meet(index, cls, site.requires, call, at) for call, at in calls)
 
 
+def built_here(index: WorkspaceIndex, expr: exprs.Expr, path: str) -> bool:
+    """Every object ``expr`` (of ``path``) can hold is one a construction of a class makes right there, or that the
+    helpers it calls construct and return: a fresh object, not one received or shared."""
+    return _constructions_of(index, expr, path, MAX_HOPS) is not None
+
+
 def _built_apart(index: WorkspaceIndex, site: CompileSite, expr: exprs.Expr, path: str) -> bool:
     """``expr`` (of ``path``) reads the last attributes ``site``'s target reads, and on the way an object that other
     constructions built than those of the target's object at that place."""

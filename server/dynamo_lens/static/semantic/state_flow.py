@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any
 
 from dynamo_lens.model import Finding, Related, Severity, Span
-from dynamo_lens.static.semantic import settings
+from dynamo_lens.static.semantic import flags, settings
 from dynamo_lens.static.semantic.flags import undecided_flag
 from dynamo_lens.static.semantic.index import ClassKey, WorkspaceIndex
 from dynamo_lens.static.semantic.loop_breaks import OpaqueCall, eager_if_breaks
@@ -315,11 +315,18 @@ def set_at_construction(index: WorkspaceIndex, cls: ClassKey, attr: str) -> bool
 
 
 def sites_of(index: WorkspaceIndex, accesses: Iterable[Access]) -> set[CompileSite]:
-    """Compile sites that reach the methods containing ``accesses``."""
+    """Compile sites that reach the methods containing ``accesses`` and can run their compiled code again on the
+    same object: what one call leaves in ``self`` matters only to a later call. Not a site that calls it once on an
+    object its function builds (``module = Net()``; ``torch.compile(module)(x)``: :attr:`CompileSite.called_once`)."""
     sites: set[CompileSite] = set()
     for access in accesses:
-        sites.update(index.sites_for_method(access.owner, access.method))
+        found = index.sites_for_method(access.owner, access.method)
+        sites.update(site for site in found if not _runs_once(index, site))
     return sites
+
+
+def _runs_once(index: WorkspaceIndex, site: CompileSite) -> bool:
+    return site.called_once and flags.built_here(index, site.target, site.span.path)
 
 
 def where(access: Access) -> str:
