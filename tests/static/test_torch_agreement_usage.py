@@ -289,6 +289,9 @@ CASES = (
     # DL208: one entry per grad mode
     Case("DL208_ok_inside_autograd_function.py", 1),  # autograd runs Function.forward with grad disabled
     Case("DL208_eval_no_grad.py", 2),
+    # `model.forward = torch.compile(model.forward)`: `self.forward(x)` in another method of the model runs it too
+    Case("DL208_forward_replaced_by_compiled.py", 2),
+    Case("DL208_ok_forward_replaced_same_mode.py", 1),
     Case("DL208_dispatch_table.py", 2),  # the compiled call made through a function picked from a table
     Case("DL208_inference_mode_alias.py", 2),
     Case("DL208_decorated_evaluate.py", 2),

@@ -327,6 +327,10 @@ class CompileSite:
     guard_filter: str = ""
     """The ``guard_filter_fn`` of its ``options={...}``: a dotted name (``torch.compiler.keep_tensor_guards_unsafe``),
     the source text of one the scan cannot resolve, or ``""``."""
+    replaces: bool = False
+    """The compiled callable is assigned back to the attribute it was taken from (``model.forward =
+    torch.compile(model.forward)``, ``self.step = torch.compile(self.step)``): calling that attribute of the object
+    runs compiled code, and for ``forward`` so does calling the module."""
     called_once: bool = False
     """The compiled callable is called once, right where it is made (``torch.compile(module)(x)``, outside loops), on
     a local of its function that no other site there compiles: when that local holds an object the function builds

@@ -178,6 +178,7 @@ class _Finder:
             guard_filter=self._guard_filter(keywords),
             in_loop=at.loop_depth > 0,
             published=in_function and (bool(module_names) or self._stored_in_module(call, compiled)),
+            replaces=self._stored_back(call, compiled),
             requires=tuple(r for r in at.requires if not r[0].startswith(SELF_FLAG)),
             runners=_runners(call, assigned, at.scope),
         )
@@ -209,6 +210,18 @@ class _Finder:
                     if ref is not None and not ref.is_local:
                         return True
         return False
+
+    def _stored_back(self, call: ast.Call, compiled: ast.expr) -> bool:
+        """``model.forward = torch.compile(model.forward)``: the result is assigned to the attribute it compiles."""
+        if not isinstance(compiled, ast.Attribute):
+            return False
+        text = ast.unparse(compiled)
+        return any(
+            isinstance(target, ast.Attribute) and ast.unparse(target) == text
+            for statement in self.ctx.attribute_bindings.get(compiled.attr, ())
+            if isinstance(node := statement.node, ast.Assign) and node.value is call
+            for target in node.targets
+        )
 
     def _own_names(self, compiled: ast.AST, at: NodeAt) -> tuple[str, ...]:
         """The plain name that holds the compiled thing's state: ``model`` in ``torch.compile(model)`` or

@@ -207,6 +207,13 @@ class Reach:
             self._call_holders = self._holders(state=False)
         return self._call_holders
 
+    def _replaced(self, site: CompileSite) -> Iterator[Value]:
+        """For a site whose compiled callable replaces the attribute it compiles (``model.forward =
+        torch.compile(model.forward)``): what calls it (:func:`_replaced_calls`)."""
+        target = exprs.without_identity(site.target)
+        if isinstance(target, exprs.Attr):
+            yield from _replaced_calls(self.evaluator.evaluate(target.value, site.span.path), target.attr)
+
     def _holders(self, state: bool) -> dict[Value, list[CompileSite]]:
         found: dict[Value, list[CompileSite]] = {}
         for site in self.files.compile_sites():
@@ -227,6 +234,8 @@ class Reach:
             in_place = site.form == "method" or _element_of_something(site.target)
             if state or in_place:
                 values.update(v for v in self.evaluator.evaluate(root, path) if _holds_modules(v))
+            if site.replaces:
+                values.update(self._replaced(site))
             if site.form == "method" and not self._entries.get(site):
                 continue  # compiles nothing we know of (a torch.nn layer's frames are skipped)
             # which object it is when a name or attribute says so (``student``, not the other ``Net``), else what
@@ -512,6 +521,17 @@ class Reach:
             taken = _element_of_something(func) or isinstance(_root(func), exprs.Global | exprs.Named)
             for state in states:
                 yield state, runs, taken and state[0] == "method"  # a global function is no object taken apart
+
+
+def _replaced_calls(owners: Iterable[Value], attr: str) -> Iterator[Value]:
+    """What calls the attribute ``attr`` of ``owners`` once a compiled callable replaced it: the method looked up on
+    an instance (``model.forward(x)``, ``self.forward(x)`` in another method), and for ``forward`` the module itself
+    (``model(x)``: ``nn.Module.__call__`` finds the instance's ``forward`` first)."""
+    for owner in owners:
+        if isinstance(owner, Instance):
+            yield MethodValue(owner.cls, attr)
+            if attr == "forward":
+                yield owner
 
 
 def _root(target: exprs.Expr) -> exprs.Expr:
