@@ -174,6 +174,7 @@ def _import_summary_modules() -> None:
     import dynamo_lens.output.json_document
     import dynamo_lens.output.paths
     import dynamo_lens.output.sarif
+    import dynamo_lens.runtime.attribution
     import dynamo_lens.scan
     import dynamo_lens.suppression  # noqa: F401
 

@@ -33,7 +33,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from dynamo_lens.runtime.attribution import findings_from_report
 from dynamo_lens.runtime.report import (
     EVENTS_SUFFIX,
     ReportError,
@@ -302,6 +301,8 @@ def run(
         notes.extend(f"not collected: {m}" for m in report.missing)
         notes.extend(f"not collected on {r.rank_label}: {m}" for r in ranks for m in r.missing)
         report = replace(report, ranks=ranks)
+        from dynamo_lens.runtime.attribution import findings_from_report  # (imported while the script ran)
+
         report = replace(report, findings=tuple(findings_from_report(report)))
         try:
             write_report(report, report_path)
