@@ -185,6 +185,9 @@ CASES = (
         before=(Differs(FLOAT_DYNAMIC_SINCE, 3), Differs(FLOAT_POLICY_SINCE, 2)),
     ),
     Case("DL111_setter_method_every_step.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
+    # the same attribute assigned directly (`model.clock.ticks = step`)
+    Case("DL111_submodule_attribute_every_step.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
+    Case("DL111_ok_submodule_attribute_set_first.py", 1),
     # the compiled module's own method
     Case("DL111_own_setter_method.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
     # the argument the setter stores

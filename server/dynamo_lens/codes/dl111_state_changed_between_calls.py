@@ -5,7 +5,8 @@ Flags an assignment to an attribute of a compiled module made *outside* the comp
 `model.scale = 0.5`, `model.k = step`, `compiled.mode = "fast"`. It reports only attributes that the module's
 `forward` (or a method reachable from it) reads, and grades the finding by the kind of value assigned. A call of a
 method that changes its own object's attribute counts too, when compiled code reads that attribute through the module
-holding the object: `model.rope.stretch(1.5)` multiplying `self.scale`, read as `self.rope.scale` in `forward`. A
+holding the object: `model.rope.stretch(1.5)` multiplying `self.scale`, read as `self.rope.scale` in `forward`; and
+so does an assignment to it (`model.clock.ticks = step`, measured: 8 compiles and the limit). A
 setter that stores its argument (`def set_window(self, w): self.window = w`) takes the kind of what the call passes:
 `model.set_window(step)` in the training loop is an int that changes every step (measured: 8 compiles and the
 limit), `model.set_window(3)` on every iteration never changes it (1 compile: nothing reported).
@@ -293,9 +294,16 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
                 continue
             if write.receiver_text.isidentifier() and index.compiled_binding(path, write.function, write.receiver_text):
                 continue  # a name the file binds to compiled code: `collect` judges it with the file's own order
+            if write.function and index.sites_for_scope(path, write.function):
+                continue  # compiled code makes the write itself (DL101-DL106)
             sites = _holding_sites(index, path, write, holders)
-            if not sites or (write.function and index.sites_for_scope(path, write.function)):
-                continue  # nothing compiled holds it, or compiled code makes the write itself (DL101-DL106)
+            read, kind = None, str(write.kind) if write.kind in SCALAR_KINDS else "unknown"
+            if not sites:  # not the compiled module: a submodule whose attribute compiled code reads through it
+                through = _read_through(index, path, write)
+                if through is None:
+                    continue
+                sites, read, assigned = through
+                kind = kind if kind != "unknown" else assigned
             key = (sites, write.attr)
             if key in found:
                 continue
@@ -303,11 +311,10 @@ def judge_workspace(index: WorkspaceIndex) -> Iterator[Finding]:
             if earlier is None:
                 continue  # configuration before the first compiled call costs nothing
             span, looped = earlier
-            kind = write.kind if write.kind in SCALAR_KINDS else "unknown"
             # a change made under a condition may happen a few times or every step: only "once per value" is sure
             varies = looped and not write.guarded and (write.aug or not write.constant)
             found[key] = StateChange(
-                RULE.code, write.span, write.receiver_text, write.attr, kind, varies, sites[0], span
+                RULE.code, write.span, write.receiver_text, write.attr, kind, varies, sites[0], span, read=read
             )
     for change in [*found.values(), *_setter_changes(index)]:
         yield from judge(change, index)
@@ -365,6 +372,24 @@ def _setter_changes(index: WorkspaceIndex) -> Iterator[StateChange]:
                         setter=value.name,
                         read=at,
                     )
+
+
+def _read_through(
+    index: WorkspaceIndex, path: str, write: AttrWrite
+) -> tuple[tuple[CompileSite, ...], Related, str] | None:
+    """For a write to an attribute of an object compiled code reads through the module holding it
+    (``model.yarn.attn_scale = s``, read as ``self.yarn.attn_scale`` in the compiled ``forward``): the compile sites of
+    that code, where it reads it, and the kind the class assigns to the attribute (``unknown`` if not one)."""
+    readers = _readers(index)
+    for value in index.evaluator.evaluate(write.receiver, path):
+        if not isinstance(value, Instance):
+            continue
+        found = readers.get((value.cls, write.attr))
+        if found is not None:
+            sites, read = found
+            assigned = _assigned_kind(index, value.cls, write.attr) or "unknown"
+            return tuple(sorted(sites, key=attrgetter("order"))), read, assigned
+    return None
 
 
 def _stored_argument(index: WorkspaceIndex, setter: MethodValue, attr: str, call: CallSite) -> str | None:
