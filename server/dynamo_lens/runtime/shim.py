@@ -502,7 +502,8 @@ class ReportBuilder:
         self.walked: set[int] = set()
         self.calls: Event = {}
         self.checks: dict[tuple[int, int], tuple[int, int]] | None = None
-        """(epoch, frame id) → guard hits and misses counted for the frame (:meth:`_checks_by_frame`)."""
+        """(epoch, frame id) → the guard hits and misses counted for the frame; None when the run could not count
+        them per frame (no hook, or a shim before per-frame counts)."""
         self.unattributed = 0
         """Guard checks of calls no frame was found for."""
         self.late_hooks: dict[int, Event] = {}
@@ -535,6 +536,7 @@ class ReportBuilder:
             frame = self._frame_of(epoch, compile_id)
             if frame is not None:
                 frame.attempt(compile_id).live = entry
+        self._count_checks()
         frames_json, entry_guards = self._frames_json()
         recompiles = self._recompiles(self.reasons, entry_guards)
         breaks = self._graph_breaks(self.breaks)
@@ -642,7 +644,7 @@ class ReportBuilder:
     def _frames_json(self) -> tuple[list[Event], dict[tuple[int, int, str], list[Event]]]:
         out: list[Event] = []
         guards_by_entry: dict[tuple[int, int, str], list[Event]] = {}
-        checks = self._checks_by_frame()
+        checks = self.checks
         for key in sorted(self.frames):
             frame = self.frames[key]
             if frame.path == self.policy.shim_file:
@@ -668,31 +670,15 @@ class ReportBuilder:
             )
         return out, guards_by_entry
 
-    def _checks_by_frame(self) -> dict[tuple[int, int], tuple[int, int]] | None:
-        """(epoch, frame id) → the guard hits and misses the guard-complete hook counted for that frame; None when
-        the run could not count them per frame (no hook, or a shim before per-frame counts). A row without a frame
-        id is matched by its code's name and place when one frame of its epoch has them; else it stays
-        unattributed (:attr:`unattributed`)."""
+    def _count_checks(self) -> None:
+        """Fill :attr:`checks` and :attr:`unattributed` from the ``calls`` event."""
         rows = self.calls.get("frames")
         if not isinstance(rows, list):
-            return None
+            return
         self.unattributed = int(self.calls.get("unattributed_hits") or 0) + int(
             self.calls.get("unattributed_misses") or 0
         )
-        found: dict[tuple[int, int], tuple[int, int]] = {}
-        for epoch, frame_id, path, line, name, hits, misses in rows:
-            if frame_id is None:
-                same = [
-                    k for k, f in self.frames.items() if (f.epoch, f.path, f.line, f.name) == (epoch, path, line, name)
-                ]
-                frame_id = same[0][1] if len(same) == 1 else None
-            if frame_id is None:
-                self.unattributed += int(hits) + int(misses)
-                continue
-            before = found.get((int(epoch), int(frame_id)), (0, 0))
-            found[(int(epoch), int(frame_id))] = (before[0] + int(hits), before[1] + int(misses))
-        self.checks = found
-        return found
+        self.checks = {(int(epoch), int(frame_id)): (int(hits), int(misses)) for epoch, frame_id, hits, misses in rows}
 
     def _eager_calls_of(self, frame: _Frame) -> int | None:
         """The calls of ``frame`` that ran eagerly: its guard misses that compiled nothing (None: not counted)."""
@@ -1565,21 +1551,22 @@ class CompiledCalls:
         return found
 
     def event(self) -> Event:
-        """For the ``calls`` event: ``frames`` as ``[epoch, frame id, path, first line, name, hits, misses]`` (the
-        frame id None where it is not known), and the checks of calls no frame was found for."""
-        rows: dict[tuple[int, int], list[Any]] = {}
+        """For the ``calls`` event: the guard hits and misses in all, ``frames`` as ``[epoch, frame id, hits,
+        misses]``, and the hits and misses of calls no frame was found for."""
+        rows: dict[tuple[int, int], list[int]] = {}
+        totals = {True: 0, False: 0}
         unattributed = {True: 0, False: 0}
         for (callee, epoch, hit), count in self.counts.items():
-            code = self.compiled.get(callee)
-            if code is None:
+            totals[hit] += count
+            frame_id = self.frame_ids.get((callee, epoch))
+            if frame_id is None:
                 unattributed[hit] += count
                 continue
-            row = rows.setdefault(
-                (callee, epoch),
-                [epoch, self.frame_ids.get((callee, epoch)), code.co_filename, code.co_firstlineno, code.co_name, 0, 0],
-            )
-            row[5 if hit else 6] += count
+            row = rows.setdefault((epoch, frame_id), [epoch, frame_id, 0, 0])
+            row[2 if hit else 3] += count
         return {
+            "hits": totals[True],
+            "misses": totals[False],
             "frames": list(rows.values()),
             "unattributed_hits": unattributed[True],
             "unattributed_misses": unattributed[False],
@@ -1610,8 +1597,6 @@ class Collector:
         self.policy = PathPolicy.for_this_process(None)
         self.codes: dict[int, types.CodeType] = {}
         self.compiled_calls = CompiledCalls(self.codes)
-        self.hits = 0
-        self.misses = 0
         self.guard_hook: Callable[[bool], bool] | None = None
         self.miss_sites: dict[tuple[str, int], int] = {}
         self.finished = False
@@ -1861,10 +1846,7 @@ class Collector:
 
         def on_guards(cache_hit: bool) -> bool:
             calls.checked(cache_hit, stream.epoch)
-            if cache_hit:
-                self.hits += 1
-            else:  # misses are rare (a recompile, or a call that runs eagerly): worth finding the user's call
-                self.misses += 1
+            if not cache_hit:  # rare (a recompile, or a call that runs eagerly): worth finding the user's call
                 site = self.innermost_user_site()
                 self.miss_sites[site] = self.miss_sites.get(site, 0) + 1
             if self.measuring_cost:
@@ -2233,8 +2215,7 @@ class Collector:
         if self.sources_ok.get("guard_complete_hook"):
             replaced = self.guard_hook_replaced()
             sites = [[path, line, count] for (path, line), count in self.miss_sites.items() if path]
-            calls = {"hits": self.hits, "misses": self.misses, "miss_sites": sites, "replaced": replaced}
-            calls.update(self.compiled_calls.event())
+            calls = {**self.compiled_calls.event(), "miss_sites": sites, "replaced": replaced}
             closing.append(("calls", calls))
         for hook_id, counts in enumerate(self.late_hooks):
             closing.append(("late_hook_calls", {"id": hook_id, **counts}))

@@ -9,7 +9,7 @@ a method, an instance of a class named by a local or imported name); ``link`` re
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from functools import partial
 
@@ -198,30 +198,27 @@ class _Finder:
     def _stored_in_module(self, call: ast.Call, compiled: ast.expr) -> bool:
         """``mod.f = torch.compile(mod.f)`` with ``mod`` an imported module (or anything imported): the compiled
         callable replaces what every other user of ``mod.f`` calls."""
-        if not isinstance(compiled, ast.Attribute):
-            return False
-        for statement in self.ctx.attribute_bindings.get(compiled.attr, ()):
-            node = statement.node
-            if not isinstance(node, ast.Assign) or node.value is not call:
-                continue
-            for target in node.targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-                    ref = self.ctx.ref(target.value)
-                    if ref is not None and not ref.is_local:
-                        return True
+        for target in self._attributes_assigned(call, compiled):
+            if isinstance(target.value, ast.Name):
+                ref = self.ctx.ref(target.value)
+                if ref is not None and not ref.is_local:
+                    return True
         return False
 
     def _stored_back(self, call: ast.Call, compiled: ast.expr) -> bool:
         """``model.forward = torch.compile(model.forward)``: the result is assigned to the attribute it compiles."""
-        if not isinstance(compiled, ast.Attribute):
-            return False
         text = ast.unparse(compiled)
-        return any(
-            isinstance(target, ast.Attribute) and ast.unparse(target) == text
-            for statement in self.ctx.attribute_bindings.get(compiled.attr, ())
-            if isinstance(node := statement.node, ast.Assign) and node.value is call
-            for target in node.targets
-        )
+        return any(ast.unparse(target) == text for target in self._attributes_assigned(call, compiled))
+
+    def _attributes_assigned(self, call: ast.Call, compiled: ast.expr) -> Iterator[ast.Attribute]:
+        """The attributes named like ``compiled``'s (``x.f`` for ``torch.compile(mod.f)``) that ``call``'s result is
+        assigned to (``<target>.f = torch.compile(mod.f)``)."""
+        if not isinstance(compiled, ast.Attribute):
+            return
+        for statement in self.ctx.attribute_bindings.get(compiled.attr, ()):
+            node = statement.node
+            if isinstance(node, ast.Assign) and node.value is call:
+                yield from (target for target in node.targets if isinstance(target, ast.Attribute))
 
     def _own_names(self, compiled: ast.AST, at: NodeAt) -> tuple[str, ...]:
         """The plain name that holds the compiled thing's state: ``model`` in ``torch.compile(model)`` or
