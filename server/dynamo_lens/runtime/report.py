@@ -493,7 +493,9 @@ class RunReport(_Record):
     @classmethod
     def from_json(cls, data: object, where: str = "") -> RunReport:
         """Validate and load a report document; raises :class:`ReportError` naming the first bad field."""
-        obj = _object(data, "report")
+        if not isinstance(data, Mapping):
+            raise ReportError(f"report: expected an object, got {_describe(data)}")
+        obj = cast(Mapping[str, Any], data)
         if obj.get("schema") != RUN_SCHEMA:
             raise ReportError(f"not a {RUN_SCHEMA} document: schema={obj.get('schema')!r}")
         version = obj.get("version")
@@ -558,11 +560,16 @@ def load_report(path: str | os.PathLike[str]) -> RunReport:
     return RunReport.from_json(data)
 
 
+_COMPACT = (",", ":")
+"""Reports are written without indentation: a few MB for a big run, and ``json.dumps`` is several times faster
+without it (pretty-print one with ``python -m json.tool``)."""
+
+
 def write_report(report: RunReport, path: str | os.PathLike[str]) -> None:
     """Write a report atomically (temporary file in the same directory, then rename)."""
     target = Path(path)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(report.to_json(), indent=1) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(report.to_json(), separators=_COMPACT) + "\n", encoding="utf-8")
     os.replace(tmp, target)
 
 
@@ -605,7 +612,12 @@ _MISSING = object()
 
 
 def _encode_record(record: object) -> dict[str, Any]:
-    return {f.name: _encode(getattr(record, f.name)) for f in dataclasses.fields(cast(Any, record))}
+    return {name: _encode(getattr(record, name)) for name in _field_names(cast(Any, type(record)))}
+
+
+@functools.cache
+def _field_names(cls: Any) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cast(Any, cls)))
 
 
 def _encode(value: object) -> Any:
@@ -620,89 +632,169 @@ def _encode(value: object) -> Any:
     return value
 
 
+# Decoding checks every value against its field's type. The checks are built once per type (:func:`_decoder`), and
+# a bad value's place in the document (``frames[0].line``) is put together only when there is one to report.
+
+_Decoder = Callable[[object], Any]
+
+
+class _Invalid(Exception):
+    """A value that does not fit its type; ``steps`` is its path, innermost first (``.line``, ``[0]``, ``.frames``)."""
+
+    def __init__(self, problem: str, *steps: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.steps = list(steps)
+
+    def located(self, where: str) -> ReportError:
+        path = where + "".join(reversed(self.steps))
+        return ReportError(f"{path.removeprefix('.') or 'report'}: {self.problem}")
+
+
 def _decode_record(cls: type[_R], data: object, where: str) -> _R:
-    obj = _object(data, where or "report")
-    hints = _hints(cast(Any, cls))
-    values: dict[str, Any] = {}
-    for spec in dataclasses.fields(cast(Any, cls)):
-        at = f"{where}.{spec.name}" if where else spec.name
-        hint = hints[spec.name]
-        has_default = spec.default is not dataclasses.MISSING or spec.default_factory is not dataclasses.MISSING
-        value = obj.get(spec.name, _MISSING)
-        if value is _MISSING or (value is None and has_default and not _nullable(hint)):
-            if has_default:
-                continue
-            if not _nullable(hint):
-                raise ReportError(f"{at}: required field is missing")
-            value = None
-        values[spec.name] = _decode(hint, value, at, spec.name)
-    return cls(**values)
+    try:
+        return cast(_R, _decoder(cast(Any, cls))(data))
+    except _Invalid as exc:
+        raise exc.located(where) from None
 
 
 @functools.cache
-def _hints(cls: Any) -> dict[str, Any]:
-    return get_type_hints(cls)
+def _decoder(hint: Any, name: str = "", nullable: bool = False) -> _Decoder:
+    """The check and conversion of a value of type ``hint`` (lists to tuples, nested objects to records); ``name``
+    is the field's, for the checks that depend on it (1-based ``line``, non-empty ``compile_id``)."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin in (Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        decode = _decoder(members[0], name, True) if len(members) == 1 else _json_scalar
+        return _optional(decode) if len(members) < len(args) else decode
+    if origin is Literal:
+        return _literal(args)
+    if origin is tuple:
+        return _tuple_of(_decoder(args[0], name))
+    if origin in (Mapping, dict):
+        return _mapping_of(_decoder(args[1]))
+    if hint is Finding:
+        return _finding
+    if isinstance(hint, type) and issubclass(hint, _Record):
+        return _record(hint)
+    return _scalar(hint, name, nullable)
+
+
+def _optional(decode: _Decoder) -> _Decoder:
+    def optional(value: object) -> Any:
+        return None if value is None else decode(value)
+
+    return optional
+
+
+def _json_scalar(value: object) -> Any:
+    if isinstance(value, str | int | float | bool):  # the only wider union is a JSON scalar (config values)
+        return value
+    raise _Invalid(f"expected a JSON scalar, got {_describe(value)}")
+
+
+def _literal(allowed: tuple[Any, ...]) -> _Decoder:
+    def literal(value: object) -> Any:
+        if value not in allowed:
+            raise _Invalid(f"expected one of {', '.join(map(str, allowed))}, got {_describe(value)}")
+        return value
+
+    return literal
+
+
+def _tuple_of(decode: _Decoder) -> _Decoder:
+    def items(value: object) -> tuple[Any, ...]:
+        if not isinstance(value, list | tuple):
+            raise _Invalid(f"expected a list, got {_describe(value)}")
+        decoded = []
+        for index, item in enumerate(value):
+            try:
+                decoded.append(decode(item))
+            except _Invalid as exc:
+                exc.steps.append(f"[{index}]")
+                raise
+        return tuple(decoded)
+
+    return items
+
+
+def _mapping_of(decode: _Decoder) -> _Decoder:
+    def mapping(value: object) -> dict[str, Any]:
+        decoded: dict[str, Any] = {}
+        for key, item in _object(value).items():
+            try:
+                decoded[key] = decode(item)
+            except _Invalid as exc:
+                exc.steps.append(f".{key}")
+                raise
+        return decoded
+
+    return mapping
+
+
+def _finding(value: object) -> Finding:
+    try:
+        return Finding.from_json(_object(value))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _Invalid(f"invalid finding: {exc}") from exc
+
+
+def _record(cls: type[_Record]) -> _Decoder:
+    plan: list[tuple[str, bool, bool, _Decoder]] = []  # built on first use: a record may hold its own kind (ranks)
+
+    def record(value: object) -> _Record:
+        if not plan:
+            hints = get_type_hints(cls)
+            for spec in dataclasses.fields(cast(Any, cls)):
+                has_default = spec.default is not dataclasses.MISSING or spec.default_factory is not dataclasses.MISSING
+                hint = hints[spec.name]
+                plan.append((spec.name, has_default, _nullable(hint), _decoder(hint, spec.name)))
+        obj = _object(value)
+        values: dict[str, Any] = {}
+        for name, has_default, nullable, decode in plan:
+            item = obj.get(name, _MISSING)
+            if item is _MISSING or (item is None and has_default and not nullable):
+                if has_default:
+                    continue
+                if not nullable:
+                    raise _Invalid("required field is missing", f".{name}")
+                item = None
+            try:
+                values[name] = decode(item)
+            except _Invalid as exc:
+                exc.steps.append(f".{name}")
+                raise
+        return cls(**values)
+
+    return record
 
 
 def _nullable(hint: Any) -> bool:
     return get_origin(hint) in (Union, types.UnionType) and type(None) in get_args(hint)
 
 
-def _decode(hint: Any, value: object, where: str, name: str, nullable: bool = False) -> Any:
-    """Check ``value`` against the type ``hint`` and convert it (lists to tuples, nested objects to records)."""
-    origin, args = get_origin(hint), get_args(hint)
-    if origin in (Union, types.UnionType):
-        members = [a for a in args if a is not type(None)]
-        if value is None and len(members) < len(args):
-            return None
-        if len(members) == 1:
-            return _decode(members[0], value, where, name, nullable=True)
-        if isinstance(value, str | int | float | bool):  # the only wider union is a JSON scalar (config values)
+def _scalar(hint: Any, name: str, nullable: bool) -> _Decoder:
+    expected = _EXPECTED.get(hint, "an object") + (" or null" if nullable else "")
+
+    def scalar(value: object) -> Any:
+        if hint is bool and isinstance(value, bool):
             return value
-        raise ReportError(f"{where}: expected a JSON scalar, got {_describe(value)}")
-    if origin is Literal:
-        if value not in args:
-            raise ReportError(f"{where}: expected one of {', '.join(map(str, args))}, got {_describe(value)}")
-        return value
-    if origin is tuple:
-        if not isinstance(value, list | tuple):
-            raise ReportError(f"{where}: expected a list, got {_describe(value)}")
-        return tuple(_decode(args[0], item, f"{where}[{index}]", name) for index, item in enumerate(value))
-    if origin in (Mapping, dict):
-        obj = _object(value, where)
-        return {key: _decode(args[1], item, f"{where}.{key}", key) for key, item in obj.items()}
-    if hint is Finding:
-        try:
-            return Finding.from_json(_object(value, where))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ReportError(f"{where}: invalid finding: {exc}") from exc
-    if isinstance(hint, type) and issubclass(hint, _Record):
-        return _decode_record(hint, value, where)
-    return _scalar(hint, value, where, name, nullable)
+        if hint is int and _is_int(value):
+            if name == "line" and cast(int, value) < 1:
+                raise _Invalid(f"lines are 1-based, got {value}")
+            return value
+        if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if hint is str and isinstance(value, str):
+            if name == "compile_id" and not value:
+                raise _Invalid("empty compile id")
+            return value
+        raise _Invalid(f"expected {expected}, got {_describe(value)}")
 
-
-def _scalar(hint: Any, value: object, where: str, name: str, nullable: bool) -> Any:
-    if hint is bool and isinstance(value, bool):
-        return value
-    if hint is int and _is_int(value):
-        if name == "line" and cast(int, value) < 1:
-            raise ReportError(f"{where}: lines are 1-based, got {value}")
-        return value
-    if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if hint is str and isinstance(value, str):
-        if name == "compile_id" and not value:
-            raise ReportError(f"{where}: empty compile id")
-        return value
-    return _fail(where, hint, value, nullable)
+    return scalar
 
 
 _EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
-
-
-def _fail(where: str, hint: Any, value: object, nullable: bool) -> Any:
-    expected = _EXPECTED.get(hint, "an object") + (" or null" if nullable else "")
-    raise ReportError(f"{where}: expected {expected}, got {_describe(value)}")
 
 
 def _describe(value: object) -> str:
@@ -710,9 +802,9 @@ def _describe(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _object(value: object, where: str) -> Mapping[str, Any]:
+def _object(value: object) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise ReportError(f"{where}: expected an object, got {_describe(value)}")
+        raise _Invalid(f"expected an object, got {_describe(value)}")
     return cast(Mapping[str, Any], value)
 
 
