@@ -171,6 +171,7 @@ class PathPolicy:
         self.torch_dir = torch_dir
         self.shim_file = shim_file
         self.library_dirs = tuple(d.rstrip(os.sep) + os.sep for d in library_dirs if d)
+        self._verdicts: dict[str, bool] = {}  # every guard and stack frame asks, about a few hundred paths
 
     @classmethod
     def for_this_process(cls, torch_dir: str | None) -> PathPolicy:
@@ -191,6 +192,12 @@ class PathPolicy:
         return cls(data.get("torch_dir"), str(data.get("shim_file", "")), data.get("library_dirs", ()))
 
     def is_user(self, path: str) -> bool:
+        verdict = self._verdicts.get(path)
+        if verdict is None:
+            verdict = self._verdicts[path] = self._judge(path)
+        return verdict
+
+    def _judge(self, path: str) -> bool:
         if not path or path.startswith("<") or not os.path.isabs(path) or path == self.shim_file:
             return False
         if self.torch_dir and path.startswith(self.torch_dir + os.sep):
@@ -224,9 +231,15 @@ _BARE_ID = re.compile(r"\b(0x[0-9a-f]{6,}|\d{9,})\b")
 _STACK_LINE = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+), in (?P<fn>.+)$')
 
 
+@functools.lru_cache(maxsize=4096)
 def strip_scopes(text: str) -> str:
-    """``L['self'].steps`` → ``self.steps``, ``G['SCALE']`` → ``SCALE`` (Dynamo's own local/global scopes)."""
-    return _SCOPE.sub(r"\2", text)
+    """``L['self'].steps`` → ``self.steps``, ``G['SCALE']`` → ``SCALE`` (Dynamo's own local/global scopes).
+    Cached: each cache entry of a frame repeats most of the previous entry's guards."""
+    return _SCOPE.sub(_scoped_name, text)
+
+
+def _scoped_name(match: re.Match[str]) -> str:
+    return match[2]
 
 
 def display_guard(code: str) -> str:
@@ -1206,8 +1219,7 @@ def write_json_atomically(document: Event, path: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=1, default=str)
-        handle.write("\n")
+        handle.write(json.dumps(document, separators=(",", ":"), default=str) + "\n")  # dumps: C encoder
     os.replace(tmp, path)
 
 
