@@ -170,13 +170,16 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _import_summary_modules() -> None:
+    import dynamo_lens.codes
     import dynamo_lens.config
     import dynamo_lens.output.json_document
     import dynamo_lens.output.paths
     import dynamo_lens.output.sarif
     import dynamo_lens.runtime.attribution
     import dynamo_lens.scan
-    import dynamo_lens.suppression  # noqa: F401
+    import dynamo_lens.suppression
+
+    dynamo_lens.codes.all_rules()  # imports every rule's module
 
 
 def exit_code(outcome: RunOutcome, *, exceeded: bool) -> int:

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from dynamo_lens.model import Finding
 from dynamo_lens.runtime.report import (
     EVENTS_SUFFIX,
     ReportError,
@@ -267,6 +268,7 @@ def run(
     ]
     is_cancelled = _as_predicate(cancel)
     timed_out = cancelled = False
+    early: _Attributed | None = None
     try:
         while not _has_exited(process):
             if timeout_s is not None and time.monotonic() - started > timeout_s:
@@ -275,6 +277,8 @@ def run(
             if is_cancelled():
                 cancelled = True
                 break
+            if early is None and report_path.is_file():  # written at once (a rename), as the script ended
+                early = _Attributed.early(report_path)  # while the interpreter shuts down (torch's: ~0.7 s)
             time.sleep(_POLL_S)
     except KeyboardInterrupt:
         cancelled = True
@@ -294,16 +298,14 @@ def run(
     notes: list[str] = []
     if leftovers or stray_workers:
         notes.append("the script left processes running; they were stopped with the run")
-    report, report_problem = _read_report(report_path)
+    attributed = early if early is not None else _Attributed.of(report_path)
+    report, report_problem = attributed.report, attributed.problem
     if report is not None:
         ranks, unreadable = _worker_reports(workers)
         notes.extend(unreadable)
         notes.extend(f"not collected: {m}" for m in report.missing)
         notes.extend(f"not collected on {r.rank_label}: {m}" for r in ranks for m in r.missing)
-        report = replace(report, ranks=ranks)
-        from dynamo_lens.runtime.attribution import findings_from_report  # (imported while the script ran)
-
-        report = replace(report, findings=tuple(findings_from_report(report)))
+        report = attributed.with_ranks(ranks)
         try:
             write_report(report, report_path)
         except OSError as exc:
@@ -402,6 +404,43 @@ def _signal_worker(pid: int, sig: signal.Signals) -> None:
             os.killpg(pid, sig)
         else:
             os.kill(pid, sig)
+
+
+@dataclass(frozen=True, slots=True)
+class _Attributed:
+    """The shim's report (see :func:`_read_report`) with the runtime findings of its main process."""
+
+    report: RunReport | None
+    problem: str | None
+    findings: tuple[Finding, ...] = ()
+
+    @classmethod
+    def of(cls, path: Path) -> _Attributed:
+        report, problem = _read_report(path)
+        return cls(report, problem, _findings(report) if report is not None else ())
+
+    @classmethod
+    def early(cls, path: Path) -> _Attributed | None:
+        """:meth:`of`, while the child may still run: a failure here is left for the same call after it ended, so
+        that the run is stopped and cleaned up before anything is raised."""
+        try:
+            return cls.of(path)
+        except Exception:
+            return None
+
+    def with_ranks(self, ranks: tuple[RunReport, ...]) -> RunReport:
+        """The report with the other processes' reports merged in, and the findings of them all."""
+        assert self.report is not None
+        if not ranks:
+            return replace(self.report, findings=self.findings)
+        report = replace(self.report, ranks=ranks)
+        return replace(report, findings=_findings(report))
+
+
+def _findings(report: RunReport) -> tuple[Finding, ...]:
+    from dynamo_lens.runtime.attribution import findings_from_report  # (imported while the script ran)
+
+    return tuple(findings_from_report(report))
 
 
 def _read_report(path: Path) -> tuple[RunReport | None, str | None]:
