@@ -7,6 +7,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,7 @@ def test_schema_names_every_field_of_every_dataclass() -> None:
         (lambda d: d["config"].update(x=[1]), "config.x: expected a JSON scalar"),
         (lambda d: d.update(sources_ok={"trace": "yes"}), "sources_ok.trace: expected true or false"),
         (lambda d: d.update(findings=[{"code": "DL501"}]), "findings[0]: invalid finding"),
+        (lambda d: d.update(findings=["DL501"]), "findings[0]: expected an object, got 'DL501'"),
         (lambda d: d.update(frames={}), "frames: expected a list"),
     ],
 )
@@ -275,3 +277,32 @@ def test_loading_reports_does_not_import_torch() -> None:
     code = "import sys, dynamo_lens.runtime.report; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_threads_decoding_at_once_each_get_the_whole_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The language server loads reports on several threads; the first decode of a type builds its field plan, and
+    no thread may decode with half of it (fields silently dropped, or a TypeError)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dynamo_lens.runtime import report as report_module
+
+    document = _report().to_json()
+    expected = RunReport.from_json(document)
+    nullable = report_module._nullable
+
+    def slow_nullable(hint: Any) -> bool:  # widens the window while a plan is being built
+        time.sleep(0.002)
+        return nullable(hint)
+
+    def decode(delay: float) -> RunReport:
+        time.sleep(delay)
+        return RunReport.from_json(document)
+
+    monkeypatch.setattr(report_module, "_nullable", slow_nullable)
+    report_module._decoder.cache_clear()
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:  # staggered: later threads arrive mid-plan
+            decoded = list(pool.map(decode, [0.0, 0.005, 0.01, 0.02]))
+    finally:
+        report_module._decoder.cache_clear()
+    assert all(d == expected for d in decoded)

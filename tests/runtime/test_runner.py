@@ -222,6 +222,26 @@ def test_timeout_stops_the_whole_process_group(tmp_path: Path, bare_python: str)
     assert outcome.report is not None and outcome.report.ended_by == "signal"
 
 
+def test_a_report_directory_that_cannot_be_read_mid_run_still_times_out_and_stops(
+    tmp_path: Path, bare_python: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner looks for the report while the script runs (to read it as the interpreter shuts down); an error
+    there must not leave the run unstopped. Here looking raises, as it does when the directory loses its
+    permissions mid-run."""
+    report = tmp_path / "out" / "report.json"
+    is_file = Path.is_file
+
+    def is_file_denied(self: Path) -> bool:
+        if self == report:
+            raise PermissionError(13, "Permission denied", str(self))
+        return is_file(self)
+
+    monkeypatch.setattr(Path, "is_file", is_file_denied)
+    outcome, _ = _run(tmp_path, bare_python, HANG_WITH_CHILD, timeout_s=1.0, grace_s=1.0)
+    assert outcome.timed_out
+    assert all(_wait_for(lambda pid=pid: not _alive(pid)) for pid in _pids(tmp_path))
+
+
 def test_cancellation_by_event_stops_the_run(tmp_path: Path, bare_python: str) -> None:
     cancel = threading.Event()
     threading.Timer(1.0, cancel.set).start()

@@ -740,15 +740,12 @@ def _finding(value: object) -> Finding:
 
 
 def _record(cls: type[_Record]) -> _Decoder:
-    plan: list[tuple[str, bool, bool, _Decoder]] = []  # built on first use: a record may hold its own kind (ranks)
+    plan: tuple[tuple[str, bool, bool, _Decoder], ...] | None = None  # on first use: a record may hold its own kind
 
     def record(value: object) -> _Record:
-        if not plan:
-            hints = get_type_hints(cls)
-            for spec in dataclasses.fields(cast(Any, cls)):
-                has_default = spec.default is not dataclasses.MISSING or spec.default_factory is not dataclasses.MISSING
-                hint = hints[spec.name]
-                plan.append((spec.name, has_default, _nullable(hint), _decoder(hint, spec.name)))
+        nonlocal plan
+        if plan is None:
+            plan = _fields_plan(cls)  # whole before it is shared: reports are decoded on several threads
         obj = _object(value)
         values: dict[str, Any] = {}
         for name, has_default, nullable, decode in plan:
@@ -767,6 +764,17 @@ def _record(cls: type[_Record]) -> _Decoder:
         return cls(**values)
 
     return record
+
+
+def _fields_plan(cls: type[_Record]) -> tuple[tuple[str, bool, bool, _Decoder], ...]:
+    """Per field: its name, whether it has a default, whether it may be null, and its decoder."""
+    hints = get_type_hints(cls)
+    plan = []
+    for spec in dataclasses.fields(cast(Any, cls)):
+        has_default = spec.default is not dataclasses.MISSING or spec.default_factory is not dataclasses.MISSING
+        hint = hints[spec.name]
+        plan.append((spec.name, has_default, _nullable(hint), _decoder(hint, spec.name)))
+    return tuple(plan)
 
 
 def _nullable(hint: Any) -> bool:

@@ -277,8 +277,8 @@ def run(
             if is_cancelled():
                 cancelled = True
                 break
-            if early is None and report_path.is_file():  # written at once (a rename), as the script ended
-                early = _Attributed.early(report_path)  # while the interpreter shuts down (torch's: ~0.7 s)
+            if early is None:  # the report is written at once (a rename) as the script ends: read it while
+                early = _Attributed.early(report_path)  # the interpreter shuts down (torch's teardown: ~0.7 s)
             time.sleep(_POLL_S)
     except KeyboardInterrupt:
         cancelled = True
@@ -421,10 +421,11 @@ class _Attributed:
 
     @classmethod
     def early(cls, path: Path) -> _Attributed | None:
-        """:meth:`of`, while the child may still run: a failure here is left for the same call after it ended, so
-        that the run is stopped and cleaned up before anything is raised."""
+        """:meth:`of` once the report exists, while the child may still run (None before). A failure here is left
+        for the same call after the child ended, so that the run is stopped and cleaned up before anything is
+        raised."""
         try:
-            return cls.of(path)
+            return cls.of(path) if path.is_file() else None
         except Exception:
             return None
 
