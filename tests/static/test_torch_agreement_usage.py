@@ -185,6 +185,12 @@ CASES = (
         before=(Differs(FLOAT_DYNAMIC_SINCE, 3), Differs(FLOAT_POLICY_SINCE, 2)),
     ),
     Case("DL111_setter_method_every_step.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
+    # ... read through a local the callee takes out of a dataclass argument (`yarn = args.yarn`)
+    Case(
+        "DL111_setter_read_through_dataclass_argument.py",
+        3,
+        before=(Differs(FLOAT_DYNAMIC_SINCE, 3), Differs(FLOAT_POLICY_SINCE, 2)),
+    ),
     # the same attribute assigned directly (`model.clock.ticks = step`)
     Case("DL111_submodule_attribute_every_step.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
     Case("DL111_ok_submodule_attribute_set_first.py", 1),

@@ -5,11 +5,14 @@ Flags an assignment to an attribute of a compiled module made *outside* the comp
 `model.scale = 0.5`, `model.k = step`, `compiled.mode = "fast"`. It reports only attributes that the module's
 `forward` (or a method reachable from it) reads, and grades the finding by the kind of value assigned. A call of a
 method that changes its own object's attribute counts too, when compiled code reads that attribute through the module
-holding the object: `model.rope.stretch(1.5)` multiplying `self.scale`, read as `self.rope.scale` in `forward`; and
-so does an assignment to it (`model.clock.ticks = step`, measured: 8 compiles and the limit). A
-setter that stores its argument (`def set_window(self, w): self.window = w`) takes the kind of what the call passes:
-`model.set_window(step)` in the training loop is an int that changes every step (measured: 8 compiles and the
-limit), `model.set_window(3)` on every iteration never changes it (1 compile: nothing reported).
+holding the object: `model.rope.stretch(1.5)` multiplying `self.scale`, read as `self.rope.scale` in `forward`, or
+through a parameter or local holding it (`yarn = args.yarn`, then `yarn.attn_scale`: the object handed to a
+submodule in a dataclass of arguments, guarded as `args.yarn.attn_scale`; measured under `dynamic=False`: 3 compiles
+for two changes, as when it is read through the module); and so does an assignment to it
+(`model.clock.ticks = step`, measured: 8 compiles and the limit). A setter that stores its argument
+(`def set_window(self, w): self.window = w`) takes the kind of what the call passes: `model.set_window(step)` in the
+training loop is an int that changes every step (measured: 8 compiles and the limit), `model.set_window(3)` on every
+iteration never changes it (1 compile: nothing reported).
 
 ## Why it matters
 On torch 2.13 Dynamo treats every `nn.Module` as unspecialized and guards each Python scalar attribute that the
@@ -412,11 +415,13 @@ Readers = dict[tuple[ClassKey, str], tuple[set[CompileSite], Related]]
 
 def _readers(index: WorkspaceIndex) -> Readers:
     """(class, attribute) → the compile sites whose compiled code reads ``self.<a>.<attribute>`` where ``self.<a>``
-    holds an instance of the class, or ``self.<attribute>`` in a method of the class, and the method that reads it
-    (as related information)."""
+    holds an instance of the class, ``<name>.<attribute>`` where a parameter or local holds one (``yarn.attn_scale``
+    after ``yarn = args.yarn``, the object passed in a dataclass), or ``self.<attribute>`` in a method of the class,
+    and the method that reads it (as related information)."""
 
     def compute() -> Readers:
         found: Readers = {}
+        changed = _changed_attributes(index)  # only these are worth following through names
         for summary in index.summaries:
             for site in summary.compile_sites:
                 for node in index.reach.reached_nodes(site):
@@ -437,9 +442,31 @@ def _readers(index: WorkspaceIndex) -> Readers:
                                 said = f"`{node[1][1]}.{method.name}` reads `self.{holder}.{member}` in compiled code"
                                 entry = found.setdefault((value.cls, member), (set(), Related(method.span, said)))
                                 entry[0].add(site)
+                    env = index.evaluator.self_env(node[1])
+                    for name, member, held in method.name_member_reads:
+                        if member not in changed:
+                            continue
+                        for value in index.evaluator.evaluate(held, node[1][0], env):
+                            if isinstance(value, Instance):
+                                said = f"`{node[1][1]}.{method.name}` reads `{name}.{member}` in compiled code"
+                                entry = found.setdefault((value.cls, member), (set(), Related(method.span, said)))
+                                entry[0].add(site)
         return found
 
     return index.memo("DL111.readers", compute)
+
+
+def _changed_attributes(index: WorkspaceIndex) -> frozenset[str]:
+    """The attributes some method of a workspace class other than ``__init__`` assigns (``self.x = v``, ``+=``)."""
+    return frozenset(
+        event.attr
+        for summary in index.summaries
+        for cls in summary.classes
+        for method in cls.methods
+        if method.name != "__init__"
+        for event in method.events
+        if event.kind in ("write", "aug")
+    )
 
 
 def _assigned_kind(index: WorkspaceIndex, cls: ClassKey, attr: str) -> str | None:

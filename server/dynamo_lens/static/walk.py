@@ -145,6 +145,9 @@ class _FunctionBuilder:
     """Attributes whose keys it looks up (``key in self.cache``, ``self.cache.get(key)``)."""
     member_reads: set[tuple[str, str]] = field(default_factory=set)
     """``self.<attr>.<member>`` loads: (attr, member)."""
+    name_member_reads: dict[tuple[str, str], tuple[ast.Name, tuple[int, ...]]] = field(default_factory=dict)
+    """``<name>.<member>`` loads of another name than ``self`` (a parameter, a local): the first use of each pair,
+    with the bodies around it (lowered into ``MethodSummary.name_member_reads``)."""
     flags: dict[str, tuple[tuple[str, str, bool], ...]] = field(default_factory=dict)
     """Locals bound to tests of parameters (``compile_in_loader = enable_torch_compile and training_mode``): an
     ``if`` on one requires what the tests require."""
@@ -780,10 +783,18 @@ class Walker:
         attr = self._self_attr(node)
         if attr is None:
             owner = self._self_attr(node.value)
-            if owner is not None and isinstance(node.ctx, ast.Load) and self.function is not None:
-                self.function.member_reads.add((owner, node.attr))
+            function = self.function
+            if owner is not None and isinstance(node.ctx, ast.Load) and function is not None:
+                function.member_reads.add((owner, node.attr))
                 if self.range_bound:
-                    self.function.range_bounds.add(f"{owner}.{node.attr}")
+                    function.range_bounds.add(f"{owner}.{node.attr}")
+            elif (
+                isinstance(node.value, ast.Name)
+                and isinstance(node.ctx, ast.Load)
+                and function is not None
+                and node.value.id != function.self_name
+            ):
+                function.name_member_reads.setdefault((node.value.id, node.attr), (node.value, tuple(function.path)))
             self.visit(node.value)
         elif isinstance(node.ctx, ast.Load):
             if self.range_bound and self.function is not None:
@@ -1216,6 +1227,17 @@ class Walker:
                 if ref is not None and ref.level >= 0 and (ref.dotted == "torch" or ref.dotted.startswith("torch.")):
                     ctx.aliases.setdefault(pending.name, ref)
 
+    def _name_member_reads(self, function: _FunctionBuilder) -> tuple[tuple[str, str, Expr], ...]:
+        """``<name>.<member>`` loads whose name holds something of the workspace (a parameter, a local bound to
+        one), with what it holds; module and class names (``torch.float32``, ``F.relu``) are left out."""
+        lowering = self.lowering()
+        found: list[tuple[str, str, Expr]] = []
+        for (name, member), (node, branch) in function.name_member_reads.items():
+            value = lowering.value(node, NodeAt(node, function.scope, 0, 0, branch))
+            if not exprs.is_trivial(value) and not isinstance(value, exprs.Named | exprs.Const):
+                found.append((name, member, value))
+        return tuple(found)
+
     def _freeze_class(
         self,
         builder: _ClassBuilder,
@@ -1240,6 +1262,7 @@ class Walker:
                 lookups=frozenset(m.lookups),
                 range_bounds=frozenset(m.range_bounds),
                 member_reads=tuple(sorted(m.member_reads)),
+                name_member_reads=self._name_member_reads(m),
             )
             for m in builder.methods
         )
