@@ -191,6 +191,8 @@ CASES = (
         3,
         before=(Differs(FLOAT_DYNAMIC_SINCE, 3), Differs(FLOAT_POLICY_SINCE, 2)),
     ),
+    Case("DL111_ok_fresh_object_read_through_local.py", 1),
+    Case("DL111_ok_comprehension_variable_shadows_local.py", 1),
     # the same attribute assigned directly (`model.clock.ticks = step`)
     Case("DL111_submodule_attribute_every_step.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
     Case("DL111_ok_submodule_attribute_set_first.py", 1),

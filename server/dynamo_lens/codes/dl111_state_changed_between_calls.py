@@ -111,7 +111,7 @@ from dynamo_lens.static.semantic.usage import (
     value_kind,
 )
 from dynamo_lens.static.semantic.values import SCALAR_KINDS
-from dynamo_lens.static.summary import AttrWrite, CallSite, Candidate, CompileSite
+from dynamo_lens.static.summary import AttrWrite, CallSite, Candidate, CompileSite, MethodSummary
 from dynamo_lens.torch_facts import INT_MODULE_ATTR_STATIC_SINCE, MODULE_STATE, torch_name
 
 RULE = Rule(
@@ -422,6 +422,7 @@ def _readers(index: WorkspaceIndex) -> Readers:
     def compute() -> Readers:
         found: Readers = {}
         changed = _changed_attributes(index)  # only these are worth following through names
+        through_names: dict[tuple[str, ClassKey, str], list[tuple[ClassKey, str, Related]]] = {}  # once per method
         for summary in index.summaries:
             for site in summary.compile_sites:
                 for node in index.reach.reached_nodes(site):
@@ -442,18 +443,31 @@ def _readers(index: WorkspaceIndex) -> Readers:
                                 said = f"`{node[1][1]}.{method.name}` reads `self.{holder}.{member}` in compiled code"
                                 entry = found.setdefault((value.cls, member), (set(), Related(method.span, said)))
                                 entry[0].add(site)
-                    env = index.evaluator.self_env(node[1])
-                    for name, member, held in method.name_member_reads:
-                        if member not in changed:
-                            continue
-                        for value in index.evaluator.evaluate(held, node[1][0], env):
-                            if isinstance(value, Instance):
-                                said = f"`{node[1][1]}.{method.name}` reads `{name}.{member}` in compiled code"
-                                entry = found.setdefault((value.cls, member), (set(), Related(method.span, said)))
-                                entry[0].add(site)
+                    through = through_names.get(node)
+                    if through is None:
+                        through = through_names[node] = _read_through_names(index, node[1], method, changed)
+                    for cls, member, related in through:
+                        found.setdefault((cls, member), (set(), related))[0].add(site)
         return found
 
     return index.memo("DL111.readers", compute)
+
+
+def _read_through_names(
+    index: WorkspaceIndex, cls: ClassKey, method: MethodSummary, changed: frozenset[str]
+) -> list[tuple[ClassKey, str, Related]]:
+    """What ``method`` reads through names holding objects it was given (``yarn.attn_scale``): the class of each
+    object and the member, for members in ``changed``, with where it reads it."""
+    found: list[tuple[ClassKey, str, Related]] = []
+    env = index.evaluator.self_env(cls)
+    for name, member, held in method.name_member_reads:
+        if member not in changed:
+            continue
+        for value in index.evaluator.evaluate(held, cls[0], env):
+            if isinstance(value, Instance):
+                said = f"`{cls[1]}.{method.name}` reads `{name}.{member}` in compiled code"
+                found.append((value.cls, member, Related(method.span, said)))
+    return found
 
 
 def _changed_attributes(index: WorkspaceIndex) -> frozenset[str]:

@@ -156,8 +156,8 @@ class MethodSummary:
     member_reads: tuple[tuple[str, str], ...] = ()
     """``self.<attr>.<member>`` loads, as (attr, member): what it reads of the objects its attributes hold."""
     name_member_reads: tuple[tuple[str, str, Expr], ...] = ()
-    """``<name>.<member>`` loads of a parameter or local (``yarn.attn_scale`` after ``yarn = args.yarn``), as (name,
-    member, what the name holds): what it reads of objects it is passed."""
+    """``<name>.<member>`` loads of a parameter, or of a local holding what one holds (``yarn.attn_scale`` after
+    ``yarn = args.yarn``), as (name, member, what the name holds): what it reads of objects it is given."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -278,6 +278,8 @@ class Walker:
         """Inside code Dynamo never traces (``NodeAt.eager_only``)."""
         self.range_bound = False
         """Inside the arguments of a ``range()`` call: what is read there is a loop bound."""
+        self.comprehension_names: frozenset[str] = frozenset()
+        """The names the enclosing comprehensions bind (``s`` in ``sum(s.v for s in xs)``): not the function's."""
         self._range_names: dict[int, frozenset[str]] = {}
         """``range()`` loop variables of each scope, by ``id`` of its node (``_argument_kinds``)."""
         self.grad = ""
@@ -554,6 +556,13 @@ class Walker:
         self.requires = saved_requires
         self.first_call = saved_first_call
 
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) -> None:
+        saved = self.comprehension_names
+        bound = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        self.comprehension_names = saved | bound
+        self.generic(node)
+        self.comprehension_names = saved
+
     def _lambda(self, node: ast.Lambda) -> None:
         saved = self.function
         self.function = None  # a lambda body runs later, not where it is written
@@ -793,6 +802,7 @@ class Walker:
                 and isinstance(node.ctx, ast.Load)
                 and function is not None
                 and node.value.id != function.self_name
+                and node.value.id not in self.comprehension_names
             ):
                 function.name_member_reads.setdefault((node.value.id, node.attr), (node.value, tuple(function.path)))
             self.visit(node.value)
@@ -1228,13 +1238,14 @@ class Walker:
                     ctx.aliases.setdefault(pending.name, ref)
 
     def _name_member_reads(self, function: _FunctionBuilder) -> tuple[tuple[str, str, Expr], ...]:
-        """``<name>.<member>`` loads whose name holds something of the workspace (a parameter, a local bound to
-        one), with what it holds; module and class names (``torch.float32``, ``F.relu``) are left out."""
+        """``<name>.<member>`` loads whose name holds, on every path, something the method was given (a parameter,
+        or what one holds: ``yarn = args.yarn``), with what it holds. An object the method builds is a new one on
+        each call, and globals, modules and classes are not what the method was given."""
         lowering = self.lowering()
         found: list[tuple[str, str, Expr]] = []
         for (name, member), (node, branch) in function.name_member_reads.items():
             value = lowering.value(node, NodeAt(node, function.scope, 0, 0, branch))
-            if not exprs.is_trivial(value) and not isinstance(value, exprs.Named | exprs.Const):
+            if _given(value):
                 found.append((name, member, value))
         return tuple(found)
 
@@ -1390,6 +1401,19 @@ class Walker:
         return Span(self.ctx.path, line, column, line, column + len(node.name))
 
 
+def _given(value: Expr) -> bool:
+    """Whether ``value`` is, on every path, a parameter or something reached from one through attributes and items
+    (the :class:`~exprs.Local` markers of a variable's identity aside)."""
+    if isinstance(value, exprs.Param):
+        return True
+    if isinstance(value, exprs.Attr | exprs.Item | exprs.InstanceOf | exprs.NamedInstanceOf):
+        return _given(value.value)
+    if isinstance(value, exprs.OneOf):
+        options = [option for option in value.options if not isinstance(option, exprs.Local)]
+        return bool(options) and all(_given(option) for option in options)
+    return False
+
+
 _HANDLERS: dict[type[ast.AST], Callable[[Walker, Any], None]] = {
     ast.Import: Walker._import,
     ast.ImportFrom: Walker._import_from,
@@ -1397,6 +1421,10 @@ _HANDLERS: dict[type[ast.AST], Callable[[Walker, Any], None]] = {
     ast.FunctionDef: Walker._function,
     ast.AsyncFunctionDef: Walker._function,
     ast.Lambda: Walker._lambda,
+    ast.ListComp: Walker._comprehension,
+    ast.SetComp: Walker._comprehension,
+    ast.DictComp: Walker._comprehension,
+    ast.GeneratorExp: Walker._comprehension,
     ast.Assign: Walker._assign,
     ast.AnnAssign: Walker._ann_assign,
     ast.AugAssign: Walker._aug_assign,
