@@ -191,6 +191,11 @@ CASES = (
         3,
         before=(Differs(FLOAT_DYNAMIC_SINCE, 3), Differs(FLOAT_POLICY_SINCE, 2)),
     ),
+    Case(
+        "DL111_setter_read_through_argument_chain.py",
+        3,
+        before=(Differs(FLOAT_DYNAMIC_SINCE, 3), Differs(FLOAT_POLICY_SINCE, 2)),
+    ),
     Case("DL111_ok_fresh_object_read_through_local.py", 1),
     Case("DL111_ok_comprehension_variable_shadows_local.py", 1),
     # the same attribute assigned directly (`model.clock.ticks = step`)

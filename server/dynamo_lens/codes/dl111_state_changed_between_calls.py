@@ -6,9 +6,9 @@ Flags an assignment to an attribute of a compiled module made *outside* the comp
 `forward` (or a method reachable from it) reads, and grades the finding by the kind of value assigned. A call of a
 method that changes its own object's attribute counts too, when compiled code reads that attribute through the module
 holding the object: `model.rope.stretch(1.5)` multiplying `self.scale`, read as `self.rope.scale` in `forward`, or
-through a parameter or local holding it (`yarn = args.yarn`, then `yarn.attn_scale`: the object handed to a
-submodule in a dataclass of arguments, guarded as `args.yarn.attn_scale`; measured under `dynamic=False`: 3 compiles
-for two changes, as when it is read through the module); and so does an assignment to it
+through a parameter or local holding it (`args.yarn.attn_scale`, or `yarn = args.yarn` then `yarn.attn_scale`: the
+object handed to a submodule in a dataclass of arguments, guarded as `args.yarn.attn_scale`; measured under
+`dynamic=False`: 3 compiles for two changes, as when it is read through the module); and so does an assignment to it
 (`model.clock.ticks = step`, measured: 8 compiles and the limit). A setter that stores its argument
 (`def set_window(self, w): self.window = w`) takes the kind of what the call passes: `model.set_window(step)` in the
 training loop is an int that changes every step (measured: 8 compiles and the limit), `model.set_window(3)` on every

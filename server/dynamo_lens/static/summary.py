@@ -157,7 +157,8 @@ class MethodSummary:
     """``self.<attr>.<member>`` loads, as (attr, member): what it reads of the objects its attributes hold."""
     name_member_reads: tuple[tuple[str, str, Expr], ...] = ()
     """``<name>.<member>`` loads of a parameter, or of a local holding what one holds (``yarn.attn_scale`` after
-    ``yarn = args.yarn``), as (name, member, what the name holds): what it reads of objects it is given."""
+    ``yarn = args.yarn``; ``args.yarn.attn_scale``), as (receiver, member, what the receiver holds): what it reads of
+    objects it is given."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -145,9 +145,9 @@ class _FunctionBuilder:
     """Attributes whose keys it looks up (``key in self.cache``, ``self.cache.get(key)``)."""
     member_reads: set[tuple[str, str]] = field(default_factory=set)
     """``self.<attr>.<member>`` loads: (attr, member)."""
-    name_member_reads: dict[tuple[str, str], tuple[ast.Name, tuple[int, ...]]] = field(default_factory=dict)
-    """``<name>.<member>`` loads of another name than ``self`` (a parameter, a local): the first use of each pair,
-    with the bodies around it (lowered into ``MethodSummary.name_member_reads``)."""
+    name_member_reads: dict[tuple[str, str], tuple[ast.expr, tuple[int, ...]]] = field(default_factory=dict)
+    """``<name>.<member>`` and ``<name>.<a>.<member>`` loads of another name than ``self`` (a parameter, a local):
+    the first use of each pair, with the bodies around it (lowered into ``MethodSummary.name_member_reads``)."""
     flags: dict[str, tuple[tuple[str, str, bool], ...]] = field(default_factory=dict)
     """Locals bound to tests of parameters (``compile_in_loader = enable_torch_compile and training_mode``): an
     ``if`` on one requires what the tests require."""
@@ -798,13 +798,13 @@ class Walker:
                 if self.range_bound:
                     function.range_bounds.add(f"{owner}.{node.attr}")
             elif (
-                isinstance(node.value, ast.Name)
-                and isinstance(node.ctx, ast.Load)
+                isinstance(node.ctx, ast.Load)
                 and function is not None
-                and node.value.id != function.self_name
-                and node.value.id not in self.comprehension_names
+                and (receiver := _dotted(node.value)) is not None
+                and (root := receiver.partition(".")[0]) != function.self_name
+                and root not in self.comprehension_names
             ):
-                function.name_member_reads.setdefault((node.value.id, node.attr), (node.value, tuple(function.path)))
+                function.name_member_reads.setdefault((receiver, node.attr), (node.value, tuple(function.path)))
             self.visit(node.value)
         elif isinstance(node.ctx, ast.Load):
             if self.range_bound and self.function is not None:
@@ -1399,6 +1399,16 @@ class Walker:
         )
         column = self.ctx.lines.column(line, node.col_offset) + len(prefix)
         return Span(self.ctx.path, line, column, line, column + len(node.name))
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``args.yarn`` for a name or a chain of attributes on one, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner is not None else None
+    return None
 
 
 def _given(value: Expr) -> bool:
