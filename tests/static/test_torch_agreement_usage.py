@@ -200,6 +200,7 @@ CASES = (
     Case("DL111_ok_comprehension_variable_shadows_local.py", 1),
     # the same attribute assigned directly (`model.clock.ticks = step`)
     Case("DL111_submodule_attribute_every_step.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
+    Case("DL111_submodule_attribute_read_through_argument.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),
     Case("DL111_ok_submodule_attribute_set_first.py", 1),
     # the compiled module's own method
     Case("DL111_own_setter_method.py", LIMIT, limit_hit=True, before=(INT_AS_INPUT,)),

@@ -471,8 +471,10 @@ def _read_through_names(
 
 
 def _changed_attributes(index: WorkspaceIndex) -> frozenset[str]:
-    """The attributes some method of a workspace class other than ``__init__`` assigns (``self.x = v``, ``+=``)."""
-    return frozenset(
+    """The attributes the workspace changes after construction: assigned by a method other than ``__init__``
+    (``self.x = v``, ``+=``), or from outside (``model.clock.ticks = step``)."""
+    changed = {write.attr for summary in index.summaries for write in summary.writes}
+    changed.update(
         event.attr
         for summary in index.summaries
         for cls in summary.classes
@@ -481,6 +483,7 @@ def _changed_attributes(index: WorkspaceIndex) -> frozenset[str]:
         for event in method.events
         if event.kind in ("write", "aug")
     )
+    return frozenset(changed)
 
 
 def _assigned_kind(index: WorkspaceIndex, cls: ClassKey, attr: str) -> str | None:

@@ -439,7 +439,7 @@ class _Attributed:
 
 
 def _findings(report: RunReport) -> tuple[Finding, ...]:
-    from dynamo_lens.runtime.attribution import findings_from_report  # (imported while the script ran)
+    from dynamo_lens.runtime.attribution import findings_from_report  # (the CLI imports it while the script runs)
 
     return tuple(findings_from_report(report))
 
