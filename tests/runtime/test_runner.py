@@ -103,9 +103,31 @@ def test_torch_missing_is_explained_and_the_script_still_runs(tmp_path: Path, ba
 
 
 def test_script_not_found_never_starts(tmp_path: Path) -> None:
-    outcome = run(Target(script="nope.py"), report_path=tmp_path / "r.json", cwd=tmp_path)
-    assert outcome.exit_code is None and outcome.report is None
+    started: list[bool] = []
+    outcome = run(
+        Target(script="nope.py"), report_path=tmp_path / "r.json", cwd=tmp_path, on_started=lambda: started.append(True)
+    )
+    assert outcome.exit_code is None and outcome.report is None and started == []
     assert outcome.error == f"script not found: nope.py (looked in {tmp_path})"
+
+
+def test_on_started_is_called_once_while_the_script_runs(tmp_path: Path, bare_python: str) -> None:
+    # The script waits for the file the callback writes: the callback must run while the child is alive.
+    release = tmp_path / "release"
+    seen: list[bool] = []
+
+    def on_started() -> None:
+        seen.append(True)
+        release.write_text("go")
+
+    source = f"""
+        import os, time
+        while not os.path.exists({str(release)!r}):
+            time.sleep(0.01)
+        print("released")
+    """
+    outcome, captured = _run(tmp_path, bare_python, source, timeout_s=30.0, on_started=on_started)
+    assert (outcome.exit_code, captured.out, seen) == (0, b"released\n", [True]), outcome.error
 
 
 def test_a_relative_interpreter_path_is_relative_to_the_caller(

@@ -540,7 +540,49 @@ def test_torch_trace_keeps_dynamos_structured_trace_for_tlparse(runs: dict[str, 
     run = runs["exits"].result()
     assert run.returncode == 3 and len(run.report.frames) == 1
     logs = list((run.report_path.parent.parent / "trace").glob("dedicated_log_torch_trace_*.log"))
-    assert len(logs) == 1 and '"dynamo_start"' in logs[0].read_text(encoding="utf-8")
+    text = logs[0].read_text(encoding="utf-8") if len(logs) == 1 else ""
+    # Events the report does not read are still there for tlparse: the trace keeps everything with another handler.
+    assert '"dynamo_start"' in text and '"describe_tensor"' in text and '"dynamo_output_graph"' in text
+
+
+def test_trace_events_nobody_reads_are_not_built_while_ours_is_the_only_handler() -> None:
+    import logging
+
+    import torch._logging._internal as internal
+
+    logger = logging.getLogger("torch.__trace")
+    saved = (list(logger.handlers), logger.level, internal.trace_structured.__code__)
+    ours, theirs = logging.NullHandler(), logging.NullHandler()
+    built: list[str] = []
+
+    def event(name: str, artifact: str | None = None) -> None:
+        internal.trace_structured(
+            name,
+            metadata_fn=lambda: {"name": artifact} if artifact else {},
+            payload_fn=lambda: built.append(artifact or name),
+            suppress_context=True,
+        )
+
+    logger.handlers[:] = [ours]
+    logger.setLevel(logging.DEBUG)
+    undo = shim.filter_trace_events(internal, logger, ours)
+    try:
+        assert undo is not None
+        for name, artifact in [("describe_tensor", None), ("dynamo_start", None), ("compilation_metrics", None)]:
+            event(name, artifact)
+        event("artifact", "aot_joint_graph")
+        event("artifact", "recompile_reasons")
+        assert built == ["dynamo_start", "compilation_metrics", "recompile_reasons"]
+        logger.addHandler(theirs)
+        event("describe_tensor")
+        assert built[-1] == "describe_tensor"
+        logger.removeHandler(theirs)
+    finally:
+        if undo is not None:
+            undo()
+        logger.handlers[:], level, code = saved
+        logger.setLevel(level)
+    assert internal.trace_structured.__code__ is code and not hasattr(internal, "_dynamo_lens_trace_filter")
 
 
 def test_pytest_module_run_reports_the_test_lines(runs: dict[str, Future[Run]]) -> None:

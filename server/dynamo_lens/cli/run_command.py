@@ -135,8 +135,6 @@ def parse_target(script_argv: list[str] | None, module_argv: list[str] | None) -
 def handle(args: argparse.Namespace) -> int:
     from dynamo_lens.runtime.runner import passthrough, run
 
-    # What the summary needs after the run is imported while the script starts up, on the otherwise idle thread.
-    threading.Thread(target=_import_summary_modules, daemon=True).start()
     try:
         target = parse_target(args.target, args.module)
     except ValueError as exc:
@@ -152,6 +150,9 @@ def handle(args: argparse.Namespace) -> int:
         guard_cost=args.guard_cost,
         on_stdout=passthrough(sys.stderr if machine else sys.stdout),
         on_stderr=passthrough(sys.stderr),
+        # What the summary needs is imported while the script starts up, on an otherwise idle thread; only once
+        # the script is started, since the import would otherwise compete with starting it.
+        on_started=threading.Thread(target=_import_summary_modules, daemon=True).start,
     )
     findings = shown_findings(outcome.report) if outcome.report is not None else []
     budget = budget_problems(outcome.report, args.max_recompiles, args.max_graph_breaks)

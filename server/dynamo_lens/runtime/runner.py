@@ -204,13 +204,15 @@ def run(
     torch_trace_dir: Path | None = None,
     guard_cost: bool = False,
     grace_s: float = DEFAULT_GRACE_S,
+    on_started: Callable[[], None] | None = None,
 ) -> RunOutcome:
     """Run ``target`` under the shim and return what happened; never raises for problems of the user's program.
 
     Output goes to ``on_stdout``/``on_stderr`` (default: our own stdout/stderr) as it is produced. The child's stdin
     is ``/dev/null``: the language server's stdin is the protocol stream and must never be read by a user script.
     Ctrl-C (KeyboardInterrupt) in the caller stops the run like a cancellation. ``guard_cost`` runs every process
-    under ``torch.profiler`` to measure the guard checks per call (slower; see the shim).
+    under ``torch.profiler`` to measure the guard checks per call (slower; see the shim). ``on_started`` is called
+    once the child is started, for work that should not delay its start.
     """
     started = time.monotonic()
     work_dir = (cwd or Path.cwd()).resolve()
@@ -260,6 +262,8 @@ def run(
         )
     except OSError as exc:
         return outcome(error=f"cannot start {python}: {exc.strerror or exc}")
+    if on_started is not None:
+        on_started()
 
     assert process.stdout is not None and process.stderr is not None
     pumps = [
