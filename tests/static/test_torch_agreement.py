@@ -275,7 +275,6 @@ CASES = (
     Case("DL302_ifexp_and_isnan.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_and_operand.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_unpacked_tensors.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
-    Case("DL302_local_tensor_or_constant.py", "DL302", Expect.GRAPH_BREAK, gb_ids=gb("GB0170")),
     Case("DL302_branch_in_loop.py", "DL302", Expect.GRAPH_BREAK, compiles=0, gb_ids=gb("GB0170")),
     Case("DL302_flag_set_once.py", "DL302", Expect.GRAPH_BREAK, compiles=2, gb_ids=gb("GB0170")),
     Case("DL302_first_call_branch.py", "DL302", Expect.GRAPH_BREAK, compiles=2, gb_ids=gb("GB0170")),

@@ -131,7 +131,7 @@ class TensorInference:
 
     def _collect_assignments(self) -> dict[str, list[ast.expr]]:
         assigned: dict[str, list[ast.expr]] = {}
-        unknown = ast.Name("<bound otherwise>")  # a value that is not provably a tensor, nor a constant
+        unknown = ast.Constant(None)  # a value that is not provably a tensor
         for node in self.statements:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 assigned.setdefault(node.targets[0].id, []).append(node.value)
@@ -224,22 +224,11 @@ class TensorInference:
         return INTEGER_FUNCTIONS.get(dotted)
 
     def is_tensor_condition(self, expr: ast.AST) -> bool:
-        """``expr`` used as a branch condition needs the truth value of a tensor. A local name counts when every
-        binding is a tensor or a Python constant fallback (``any_done = done.any()`` on one path, ``False`` on the
-        other): whenever the branch sees the tensor, it needs its value."""
+        """``expr`` used as a branch condition needs the truth value of a tensor."""
         if isinstance(expr, ast.BoolOp):
             return any(self.is_tensor_condition(v) for v in expr.values)
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
             return self.is_tensor_condition(expr.operand)
-        if isinstance(expr, ast.Name) and expr.id not in self.annotated and expr.id not in self._names:
-            if self._assigned is None:
-                self._assigned = self._collect_assignments()
-            values = self._assigned.get(expr.id) or []
-            computed = [v for v in values if not _is_constant_fallback(v)]
-            if computed and len(computed) < len(values):
-                return all(self.is_tensor(v) for v in computed) and any(
-                    self.is_tensor(v) for v in computed if not _mentions(v, expr.id)
-                )
         return self.is_tensor(expr)
 
 
@@ -261,11 +250,6 @@ def _integer_dtype(dotted: str | None) -> bool | None:
     if dotted in INTEGER_DTYPES:
         return True
     return False if dotted in FLOAT_DTYPES else None
-
-
-def _is_constant_fallback(expr: ast.expr) -> bool:
-    """``False``, ``True`` or ``None`` written as a name's value on the path without a tensor."""
-    return isinstance(expr, ast.Constant) and (expr.value is None or type(expr.value) is bool)
 
 
 def _mentions(expr: ast.AST, name: str) -> bool:
