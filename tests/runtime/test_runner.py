@@ -130,6 +130,27 @@ def test_on_started_is_called_once_while_the_script_runs(tmp_path: Path, bare_py
     assert (outcome.exit_code, captured.out, seen) == (0, b"released\n", [True]), outcome.error
 
 
+def test_an_on_started_that_raises_stops_the_script_before_the_error_goes_up(tmp_path: Path, bare_python: str) -> None:
+    alive = tmp_path / "alive"
+
+    def on_started() -> None:
+        deadline = time.monotonic() + 30
+        while not alive.exists() and time.monotonic() < deadline:  # the script is running
+            time.sleep(0.01)
+        raise RuntimeError("caller failed")
+
+    source = f"""
+        import os, pathlib, time
+        pathlib.Path({str(alive)!r}).write_text(str(os.getpid()))
+        while True:
+            print("x" * 1000, flush=True)
+    """
+    with pytest.raises(RuntimeError, match="caller failed"):
+        _run(tmp_path, bare_python, source, timeout_s=60.0, on_started=on_started)
+    pid = int(alive.read_text())
+    assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
 def test_a_relative_interpreter_path_is_relative_to_the_caller(
     tmp_path: Path, bare_python: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -262,14 +262,21 @@ def run(
         )
     except OSError as exc:
         return outcome(error=f"cannot start {python}: {exc.strerror or exc}")
-    if on_started is not None:
-        on_started()
 
     assert process.stdout is not None and process.stderr is not None
     pumps = [
         _Pump(process.stdout, on_stdout or passthrough(sys.stdout)),
         _Pump(process.stderr, on_stderr or passthrough(sys.stderr)),
     ]
+    if on_started is not None:
+        try:
+            on_started()
+        except BaseException:  # the caller's failure: stop what was started before it is raised
+            _signal_group(process.pid, signal.SIGKILL)
+            process.wait()
+            for pump in pumps:
+                pump.join(timeout=grace_s)
+            raise
     is_cancelled = _as_predicate(cancel)
     timed_out = cancelled = False
     early: _Attributed | None = None

@@ -1340,58 +1340,57 @@ class TraceHandler(logging.Handler):
 TRACE_EVENTS_READ = frozenset({"str", "dynamo_start", "dynamo_cpp_guards_str", "compilation_metrics"})
 TRACE_ARTIFACTS_READ = frozenset({"recompile_reasons", "dynamo_graph_break_reason"})
 """The structured-trace events :class:`TraceHandler` reads (``artifact`` events by their ``name``)."""
-_TRACE_FILTER_GLOBAL = "_dynamo_lens_trace_filter"
+
+
+class TraceHandlers(list):  # type: ignore[type-arg]
+    """The trace logger's handler list, which tells torch's ``trace_structured`` it is empty for an event nobody
+    reads while ``ours`` is its only handler.
+
+    torch builds an event's metadata and payload whenever ``trace_log.handlers`` is non-empty: a description of every
+    tensor and storage it fakes, every symbol and shape guard, the printed FX graph, timing events. The report reads a
+    handful (:data:`TRACE_EVENTS_READ`); building the rest cost about 0.1 s per run of the bundled workload. The
+    list answers that test (its length, asked from the frame of ``trace_structured`` itself, whose ``name`` and
+    ``metadata_fn`` are its arguments) and nothing else: ``logging`` iterates it as usual, no frame is added to the
+    calls that build or log an event (torch reads its own stack there), and with another handler present
+    (``TORCH_TRACE``, ``--torch-trace``, a user's own) every event is built as before."""
+
+    def __init__(self, handlers: Iterable[logging.Handler], ours: logging.Handler, traced: types.CodeType) -> None:
+        super().__init__(handlers)
+        self.ours = ours
+        self.traced = traced
+
+    def __len__(self) -> int:
+        count = super().__len__()
+        if count != 1 or self[0] is not self.ours:
+            return count
+        caller = sys._getframe(1)
+        if caller.f_code is not self.traced:
+            return count
+        arguments = caller.f_locals
+        return 1 if _trace_event_wanted(arguments.get("name"), arguments.get("metadata_fn")) else 0
 
 
 def filter_trace_events(internal: Any, logger: logging.Logger, ours: logging.Handler) -> Callable[[], None] | None:
-    """Make ``trace_structured`` skip the events nobody reads while ``ours`` is the trace logger's only handler.
-
-    torch builds an event's metadata and payload whenever the trace logger has any handler: a description of every
-    tensor and storage it fakes, every symbol and shape guard, the printed FX graph, timing events. The report reads
-    a handful (:data:`TRACE_EVENTS_READ`); building the rest cost about 0.1 s per run of the bundled workload. With
-    another handler present (``TORCH_TRACE``, ``--torch-trace``, a user's own), every event is built as before.
-
-    The function object is kept (modules hold it from ``from torch._logging import trace_structured``) and given a
-    new code object that asks :func:`_trace_event_wanted` first; it returns the undo, or None where this torch's
-    ``trace_structured`` is not a plain function of ``(name, metadata_fn, ...)`` (then nothing changes)."""
-    traced = getattr(internal, "trace_structured", None)
-    code = getattr(traced, "__code__", None)
-    if not isinstance(traced, types.FunctionType) or traced.__closure__ or code is None:
+    """Put :class:`TraceHandlers` in place on ``logger``; the undo, or None where this torch's ``trace_structured``
+    is not a function of ``(name, metadata_fn, ...)`` (then nothing changes)."""
+    code = getattr(getattr(internal, "trace_structured", None), "__code__", None)
+    if not isinstance(code, types.CodeType) or code.co_varnames[:2] != ("name", "metadata_fn"):
         return None
-    if code.co_varnames[:2] != ("name", "metadata_fn") or hasattr(internal, _TRACE_FILTER_GLOBAL):
-        return None
-    original = types.FunctionType(code, traced.__globals__, traced.__name__, traced.__defaults__)
-    original.__kwdefaults__ = traced.__kwdefaults__
-    defaults, kwdefaults = traced.__defaults__, traced.__kwdefaults__
-
-    def wanted_or_skipped(name: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if logger.handlers != [ours] or _trace_event_wanted(name, args, kwargs):
-            original(name, *args, **kwargs)
-
-    setattr(internal, _TRACE_FILTER_GLOBAL, wanted_or_skipped)
-    traced.__code__ = _ask_trace_filter.__code__
-    traced.__defaults__, traced.__kwdefaults__ = None, None
+    logger.handlers = TraceHandlers(logger.handlers, ours, code)
 
     def undo() -> None:
-        traced.__code__ = code
-        traced.__defaults__, traced.__kwdefaults__ = defaults, kwdefaults
-        delattr(internal, _TRACE_FILTER_GLOBAL)
+        if isinstance(logger.handlers, TraceHandlers):
+            logger.handlers = list(logger.handlers)
 
     return undo
 
 
-def _ask_trace_filter(name: Any, *args: Any, **kwargs: Any) -> None:
-    """The body ``trace_structured`` runs while filtered; its globals are torch's module, which holds the filter."""
-    _dynamo_lens_trace_filter(name, args, kwargs)  # type: ignore[name-defined] # noqa: F821
-
-
-def _trace_event_wanted(name: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _trace_event_wanted(name: Any, metadata_fn: Any) -> bool:
     if name != "artifact":
         return name in TRACE_EVENTS_READ
-    metadata_fn = args[0] if args else kwargs.get("metadata_fn")
     try:
         metadata = metadata_fn() if callable(metadata_fn) else None
-    except Exception:  # torch's own call would raise the same; let it
+    except Exception:  # torch's own call raises the same; let it
         return True
     return not isinstance(metadata, dict) or metadata.get("name") in TRACE_ARTIFACTS_READ
 
