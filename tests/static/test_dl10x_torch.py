@@ -210,8 +210,6 @@ CASES = (
     Case(
         "DL101_run_helper_object_counter.py", "DL101", LIMIT, limit_hit=True, severity="warning", before=(INT_AS_INPUT,)
     ),
-    Case("DL101_run_global_helper_in_compiled_function.py", "DL101", LIMIT, limit_hit=True, severity="warning"),
-    Case("DL101_run_closure_helper_in_compiled_function.py", "DL101", 2, severity="info"),
     Case("DL101_ok_run_write_first.py", "DL101", 1),
     Case("DL101_ok_run_counter_tensor_set_in_setup.py", "DL101", 1),
     Case("DL101_ok_run_isinstance_of_unknown_part.py", "DL101", 1),  # an isinstance test does not pick a subclass
@@ -306,7 +304,6 @@ CASES = (
     Case("DL102_run_append.py", "DL102", LIMIT, limit_hit=True, severity="warning"),
     Case("DL102_run_stats_key.py", "DL102", 2, severity="info"),
     Case("DL102_ok_run_prepopulated.py", "DL102", 1),
-    Case("DL102_ok_run_object_with_extend.py", "DL102", 1),  # an object's own `extend`, not list.extend
     Case("DL102_run_lookup_cache.py", "DL102", 2, severity="info"),
     # the same cache, compiled and called once per fresh object (`torch.compile(module)(x)` in a test): no next call
     Case("DL102_ok_compiled_once_inline.py", "DL102", 1),

@@ -31,11 +31,8 @@ Only `nn.Module` int attributes stay static: on a plain Python object whose meth
 (`@torch.compile def step(self, ...)`), an int attribute is made dynamic after one recompile (measured: two
 compiles), so that case is reported as `info`. A helper object that is not a module but that a compiled module's
 code calls (`self.counter(x)` in `forward`, a global helper) is traced too, and its int attributes stay static like
-the module's (measured: 8 compiles and the limit). A compiled function's helper follows how the function finds it
-(measured on 2.6 to 2.14): through a module-level name (`UPDATER.step()`, `STATE.updater`, `UPDATERS[0]`) its ints
-stay static (8 compiles and the limit: warning); through the function's closure or arguments (a `HardUpdate`
-object of the enclosing training function, `updater.step()`), one recompile and the int is dynamic (2 compiles, 4
-on 2.4: `info`). One reached both ways, or through a compiled plain object's `self`, is not reported.
+the module's (measured: 8 compiles and the limit); one that compiled functions reach in other ways is not reported
+(a global one stays static, one reached through a compiled plain object's `self` is made dynamic).
 
 ## Example
 ```python
@@ -128,7 +125,6 @@ from dynamo_lens.codes import Check, Rule
 from dynamo_lens.model import Edit, Finding, Fix, Related, Severity
 from dynamo_lens.static.semantic import settings
 from dynamo_lens.static.semantic.index import WorkspaceIndex
-from dynamo_lens.static.semantic.reach import Node
 from dynamo_lens.static.semantic.state_flow import (
     Access,
     AttrFlow,
@@ -264,8 +260,7 @@ def _finding(
             if kind == "str"
             else "int module attributes are never made dynamic"
             if module
-            else "ints of an object compiled code reaches through a module or a module-level name are never made "
-            "dynamic"
+            else "ints of an object a compiled module calls are never made dynamic"
         )
         cost = (
             f"Dynamo ({torch_name()}) guards `{name} == <value>` (EQUALS_MATCH) at the read, so each new value "
@@ -321,10 +316,8 @@ def _static_ints(index: WorkspaceIndex, flow: ClassFlow, sites: set[CompileSite]
     """Whether Dynamo keeps the class's int attributes static, as it does a module's (None: cannot tell). Measured
     on 2.13: a module's, and a helper object's that a compiled module's code calls (held in a module attribute or a
     global), stay static; a plain object's whose method is compiled is made dynamic after one recompile. A helper
-    that compiled functions reach stays static when they find it through a module-level name (``HELPER.step()``,
-    ``STATE.helper``, ``HELPERS[0]``: 8 compiles and the limit on 2.6 to 2.14) and is made dynamic after one
-    recompile when through their inputs (an argument, a closure variable, their attributes or elements: 2 compiles;
-    4 on 2.4). One that a compiled plain object reaches can be either."""
+    that compiled functions or plain objects reach can be either (a global helper stays static, one reached through
+    a compiled plain object's `self` does not)."""
     if index.is_module_class(flow.cls):
         return True
     compiled = [index.compiled_classes(site) for site in sites]
@@ -332,12 +325,7 @@ def _static_ints(index: WorkspaceIndex, flow: ClassFlow, sites: set[CompileSite]
         return False
     if compiled and all(classes and all(index.is_module_class(c) for c in classes) for classes in compiled):
         return True
-    found = index.find_method(flow.cls, flow.entry)
-    if not compiled or any(compiled) or found is None:
-        return None
-    node: Node = ("method", found[0], flow.entry)
-    held = {index.reach.found_through_globals(site, node) for site in sites}
-    return held.pop() if len(held) == 1 else None
+    return None
 
 
 def _fixes(index: WorkspaceIndex, attr: AttrFlow, kind: AttrKind, changes: list[Access]) -> tuple[Fix, ...]:

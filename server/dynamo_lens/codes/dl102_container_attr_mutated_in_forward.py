@@ -74,7 +74,6 @@ from dynamo_lens.static.semantic.state_flow import (
     method_summary,
     read_related,
     sites_of,
-    written_kinds,
 )
 from dynamo_lens.static.walk import GROWING_METHODS, SHRINKING_METHODS
 from dynamo_lens.torch_facts import torch_name
@@ -99,20 +98,18 @@ def judge_workspace(index: WorkspaceIndex) -> list[Finding]:
     return judge_attrs(index, _judge)
 
 
-def _container_kind(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow, mutations: list[Access]) -> str | None:
+def _container_kind(attr: AttrFlow, mutations: list[Access]) -> str | None:
     kind = attr.init_kind
     if kind in _CONTAINERS:
         return kind
     if kind in (None, "unknown") and mutations and all(a.event.detail in _LIST_ONLY for a in mutations):
-        # only list methods are called on it: a list set up outside __init__, unless a method sets it to something
-        # else (`self._sampler = self._make_sampler()` has an `extend` method of its own)
-        return "list" if written_kinds(index, flow.cls, attr.attr) <= {"list", "none"} else None
+        return "list"  # only list methods are called on it: a list set up outside __init__
     return None
 
 
 def _judge(index: WorkspaceIndex, flow: ClassFlow, attr: AttrFlow) -> Iterator[Finding]:
     mutations = [a for a in attr.accesses if a.event.kind == "mutate"]
-    kind = _container_kind(index, flow, attr, mutations)
+    kind = _container_kind(attr, mutations)
     if kind is None:
         return
     growing = [a for a in attr.accesses if not a.fresh and _grows(a, kind)]

@@ -65,14 +65,13 @@ class Reach:
         self._bindings: dict[tuple[str, str, str], CompileSite] = {}
         self._parents: dict[CompileSite, dict[Node, Node | None]] = {}
         self._entries: dict[CompileSite, list[_State]] = {}
-        self._successors: dict[tuple[Evaluator, _State], list[tuple[_State, int, int]]] = {}
+        self._successors: dict[tuple[Evaluator, _State], list[tuple[_State, int, bool]]] = {}
         self._site_evaluators: dict[CompileSite, Evaluator] = {}
         self._site_envs: dict[CompileSite, Env] = {}
         self._programs: dict[tuple[str, str], Evaluator] = {}
         self._always: dict[CompileSite, set[Node]] = {}
         self._first_call: dict[CompileSite, set[Node]] = {}
         self._apart: dict[CompileSite, set[Node]] = {}
-        self._through_globals: dict[CompileSite, dict[Node, set[bool]]] = {}
         self._state_holders: dict[Value, list[CompileSite]] | None = None
         self._call_holders: dict[Value, list[CompileSite]] | None = None
         self._link()
@@ -157,14 +156,6 @@ class Reach:
         reaches it, rather than on one of its inputs (its ``self``, an argument) or an object held in their
         attributes (``self.sub(x)``): torch 2.5 to 2.7 guard the two kinds of object differently."""
         return node in self._apart.get(site, ())
-
-    def found_through_globals(self, site: CompileSite, node: Node) -> bool | None:
-        """True when every way the site's compiled code reaches ``node`` finds the object through a module-level name
-        at some hop (``HELPER.step()``, ``STATE.helper.step()``, ``HELPERS[0].step()``), False when none does (it
-        comes from the inputs: an argument, a closure variable, their attributes and elements), None when the ways
-        differ or the site does not reach ``node``."""
-        ways = self._through_globals.get(site, {}).get(node, set())
-        return next(iter(ways)) if len(ways) == 1 else None
 
     def path(self, site: CompileSite, node: Node) -> list[str]:
         """The names of the functions and methods from the site's entry to ``node`` (at most :data:`MAX_PATH`
@@ -289,11 +280,9 @@ class Reach:
             always = self._always[site] = set()
             first_call = self._first_call[site] = set()
             apart = self._apart[site] = set()
-            through_globals = self._through_globals[site] = {}
-            for state, node, parent, runs, held in self._walk(entries, evaluator):
-                if node not in parents and held:
+            for state, node, parent, runs, held_apart in self._walk(entries, evaluator):
+                if node not in parents and held_apart:
                     apart.add(node)
-                through_globals.setdefault(node, set()).add(bool(held & _THROUGH_GLOBAL))
                 parents.setdefault(node, parent)
                 if runs == ALWAYS:
                     always.add(node)
@@ -308,29 +297,25 @@ class Reach:
 
     def _walk(
         self, entries: Iterable[_State], evaluator: Evaluator
-    ) -> Iterator[tuple[_State, Node, Node | None, int, int]]:
+    ) -> Iterator[tuple[_State, Node, Node | None, int, bool]]:
         """Every state reached from ``entries`` (breadth first), with the node it runs, the node it was reached from,
         how surely a call runs it (:data:`ALWAYS`, :data:`FIRST_CALL` or :data:`CONDITIONAL`: the least sure call on
-        the way) and how hops on the way took the object (:data:`_THROUGH_CONTAINER`, :data:`_THROUGH_GLOBAL`, both
-        or neither; :meth:`held_apart`, :meth:`found_through_globals`), once per better way of reaching it and once
-        per new way of taking the object."""
-        pending: list[tuple[_State, Node | None, int, int]] = [(state, None, ALWAYS, 0) for state in entries]
+        the way) and whether a hop on the way took the object from a container or a global (:meth:`held_apart`),
+        once per better way of reaching it."""
+        pending: list[tuple[_State, Node | None, int, bool]] = [(state, None, ALWAYS, False) for state in entries]
         best: dict[_State, int] = {}
-        taken: dict[_State, set[int]] = {}
         while pending:
-            state, parent, runs, held = pending.pop(0)
-            ways = taken.setdefault(state, set())
-            if best.get(state, -1) >= runs and held in ways:
+            state, parent, runs, apart = pending.pop(0)
+            if best.get(state, -1) >= runs:
                 continue
-            best[state] = max(runs, best.get(state, -1))
-            ways.add(held)
+            best[state] = runs
             node = self._visit(state)
             if node is None:
                 continue
-            yield state, node, parent, runs, held
+            yield state, node, parent, runs, apart
             pending.extend(
-                (successor, node, min(runs, call), held | hop)
-                for successor, call, hop in self._successors_of(state, evaluator)
+                (successor, node, min(runs, call), apart or hop_apart)
+                for successor, call, hop_apart in self._successors_of(state, evaluator)
             )
 
     def in_program(self, site: CompileSite, path: str, function: str) -> bool:
@@ -470,16 +455,16 @@ class Reach:
             return None
         return ("method", found[0], state[2])
 
-    def _successors_of(self, state: _State, evaluator: Evaluator) -> list[tuple[_State, int, int]]:
+    def _successors_of(self, state: _State, evaluator: Evaluator) -> list[tuple[_State, int, bool]]:
         known = self._successors.get((evaluator, state))
         if known is None:
             known = list(dict.fromkeys(self._compute_successors(state, evaluator)))
             self._successors[(evaluator, state)] = known
         return known
 
-    def _compute_successors(self, state: _State, evaluator: Evaluator) -> Iterator[tuple[_State, int, int]]:
-        """The states ``state`` calls, each with how surely the call is made (:data:`ALWAYS`, ...) and how the call
-        takes its object (:data:`_THROUGH_CONTAINER`, :data:`_THROUGH_GLOBAL`, or 0 for neither)."""
+    def _compute_successors(self, state: _State, evaluator: Evaluator) -> Iterator[tuple[_State, int, bool]]:
+        """The states ``state`` calls, each with how surely the call is made (:data:`ALWAYS`, ...) and whether the
+        call takes its object from a container or a global."""
         if state[0] == "function":
             function = self.files.function_summary(state[1])
             if function is not None:
@@ -490,7 +475,7 @@ class Reach:
         if found is None:
             return
         owner, method = found
-        yield from ((successor, runs, 0) for successor, runs in self._self_calls(cls, owner, method))
+        yield from ((successor, runs, False) for successor, runs in self._self_calls(cls, owner, method))
         yield from self._called(method.calls, owner[0], cls, evaluator)
 
     def _self_calls(self, cls: ClassKey, owner: ClassKey, method: MethodSummary) -> Iterator[tuple[_State, int]]:
@@ -515,7 +500,7 @@ class Reach:
 
     def _called(
         self, calls: Iterable[CallSite], path: str, cls: ClassKey | None, evaluator: Evaluator
-    ) -> Iterator[tuple[_State, int, int]]:
+    ) -> Iterator[tuple[_State, int, bool]]:
         env = evaluator.self_env(cls) if cls is not None else NO_ENV
         for call in calls:
             func = call.func
@@ -533,17 +518,9 @@ class Reach:
             # Elements of a container all run (`for layer in self.layers`).
             one_of = not _element_of_something(func) and len({s[1] for s in states if s[0] == "method"}) > 1
             runs = CONDITIONAL if one_of else self._runs(call.guarded, call.first_call, cls)
-            taken = (_THROUGH_CONTAINER if _element_of_something(func) else 0) | (
-                _THROUGH_GLOBAL if isinstance(_root(func), exprs.Global | exprs.Named) else 0
-            )
+            taken = _element_of_something(func) or isinstance(_root(func), exprs.Global | exprs.Named)
             for state in states:
-                yield state, runs, taken if state[0] == "method" else 0  # a global function is no object taken apart
-
-
-_THROUGH_CONTAINER = 1
-"""A call on an element of a container (``for block in self.blocks: block(x)``, ``self.heads[i](x)``)."""
-_THROUGH_GLOBAL = 2
-"""A call on an object found through a module-level name (``HELPER.step()``, ``STATE.helper.step()``)."""
+                yield state, runs, taken and state[0] == "method"  # a global function is no object taken apart
 
 
 def _replaced_calls(owners: Iterable[Value], attr: str) -> Iterator[Value]:
