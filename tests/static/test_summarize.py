@@ -252,3 +252,19 @@ if torch.cuda.is_available():
         ("specialize_int", "True", 9, True),  # a loop body may run zero times
         ("capture_scalar_outputs", "True", 11, True),
     ]
+
+
+def test_the_call_path_a_finding_shows_does_not_depend_on_the_order_of_a_value_set() -> None:
+    # The evaluator hands the reach sets of values, whose order changes with the interpreter's string hashing; the
+    # walk keeps the first way it reaches a node, which is the path a finding shows.
+    from dynamo_lens.static.semantic.evaluate import FunctionValue, Instance, MethodValue
+
+    index = WorkspaceIndex([summarize("/tmp/x/m.py", "import torch\n")])
+    values = [
+        Instance(("/tmp/x/m.py", "Gamma")),
+        MethodValue(("/tmp/x/m.py", "Alpha"), "forward"),
+        FunctionValue(("/tmp/x/m.py", "step")),
+        Instance(("/tmp/x/m.py", "Beta")),
+    ]
+    orderings = (values, values[::-1], values[1:] + values[:1])
+    assert len({tuple(index.reach._entry_states(ordering)) for ordering in orderings}) == 1

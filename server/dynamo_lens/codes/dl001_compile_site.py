@@ -131,9 +131,8 @@ def _describe(index: WorkspaceIndex, site: CompileSite) -> tuple[str, tuple[Rela
         kind = "module" if index.is_module_class(key) else "instance"
         described.append(f"a `{key[1]}` {kind} (its `{name}`)")
         related.extend(_related([class_summary.span], f"`{key[1]}` is defined here"))
-    for value in values:
-        if isinstance(value, External) and value.instance:
-            described.append(f"a `{value.dotted}` module")
+    for dotted in sorted({v.dotted for v in values if isinstance(v, External) and v.instance}):
+        described.append(f"a `{dotted}` module")
     if not described:
         return f"`{site.target_text}`, which cannot be followed statically", ()
     if len(described) > MAX_DESCRIBED:

@@ -88,7 +88,8 @@ def differing_states(index: WorkspaceIndex, part: StatePart) -> Iterator[Differi
                     for site in sites:
                         default_calls.setdefault((site, path), []).append(placed)
                         default_functions.setdefault((site, path), set()).add(placed.function)
-    for (site, path), found in contexts.items():
+    # in the sites' order, not the order sets gave them in: of two findings on one call, the first is kept
+    for (site, path), found in sorted(contexts.items(), key=lambda item: (item[0][0].order, item[0][1])):
         by_state: dict[str, list[PlacedCall]] = {}
         for placed in (*found, *default_calls.get((site, path), ())):
             by_state.setdefault(part.of(placed.call) or part.default, []).append(placed)

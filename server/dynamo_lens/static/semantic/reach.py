@@ -274,7 +274,7 @@ class Reach:
             values = self.site_values(site)
             if site.form == "method":
                 values = frozenset(v for v in values if not self._own_compile(v))
-            entries = self._entries[site] = list(dict.fromkeys(self._entry_states(values)))
+            entries = self._entries[site] = self._entry_states(values)
             parents: dict[Node, Node | None] = {}
             self._parents[site] = parents
             always = self._always[site] = set()
@@ -417,7 +417,13 @@ class Reach:
             qualname = owner
         return None
 
-    def _entry_states(self, values: Iterable[Value]) -> Iterator[_State]:
+    def _entry_states(self, values: Iterable[Value]) -> list[_State]:
+        """The states that calling ``values`` starts, in a fixed order: ``values`` is a set, whose order changes
+        with the interpreter's string hashing, and the walk keeps the first way it reaches each node (the call
+        path a finding shows)."""
+        return sorted(set(self._states_of(values)), key=repr)
+
+    def _states_of(self, values: Iterable[Value]) -> Iterator[_State]:
         for value in values:
             if isinstance(value, Instance):
                 yield ("method", value.cls, self._call_method(value.cls), None)
@@ -426,7 +432,7 @@ class Reach:
             elif isinstance(value, FunctionValue):
                 yield ("function", value.key)
             elif isinstance(value, Container) and value.sequential:
-                yield from self._entry_states(value.elements)
+                yield from self._states_of(value.elements)
 
     def own_compile(self, site: CompileSite) -> bool:
         """``x.compile()`` where every class ``x`` can be defines a ``compile`` method of its own in the workspace:
@@ -512,7 +518,7 @@ class Reach:
                 and self.classes.find_method(cls, func.attr) is not None
             ):
                 continue  # self.m(): a state event, followed in order by _self_calls
-            states = list(self._entry_states(evaluator.evaluate(call.func, path, env)))
+            states = self._entry_states(evaluator.evaluate(call.func, path, env))
             # an attribute or parameter that holds an object of one of several classes runs one of them, which
             # depends on the object (the embedding a builder passed): each runs only under that condition.
             # Elements of a container all run (`for layer in self.layers`).
