@@ -803,7 +803,7 @@ class Walker:
                 and (receiver := _dotted(node.value)) is not None
                 and (root := receiver.partition(".")[0]) != function.self_name
                 and root not in self.comprehension_names
-                and (root not in self.ctx.aliases or root in _parameter_names(function.node))  # not `torch.x`
+                and (root not in self.ctx.aliases or root in function.scope.params)  # not `torch.x`
             ):
                 function.name_member_reads.setdefault((receiver, node.attr), (node.value, tuple(function.path)))
             self.visit(node.value)
@@ -1526,12 +1526,6 @@ def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[str, 
 
 def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
     return tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
-
-
-def _parameter_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
-    args = node.args
-    rest = [a for a in (args.vararg, args.kwarg) if a is not None]
-    return tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, *rest))
 
 
 # -- value classification --------------------------------------------------------------------------------------
